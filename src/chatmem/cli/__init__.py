@@ -1,0 +1,64 @@
+"""The ``chatmem`` command.  One Typer app; each command group lives in its own module.
+
+Errors are mapped in one place (:func:`main`): a ``ChatmemError`` or engine error becomes one
+line on stderr and exit status 1; usage errors exit 2 (Typer/Click's own convention); no
+traceback ever reaches the user.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+import typer
+
+from chatmem.context.errors import EngineError
+from chatmem.errors import ChatmemError
+
+app = typer.Typer(
+    name="chatmem",
+    help="chatmem: a self-hosted chat server with visible conversation memory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Modules that register commands on ``app`` (each defines ``register(app)``).
+COMMAND_MODULES = [
+    "serve",
+    "context",
+]
+
+
+def _register() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"chatmem.cli.{name}").register(app)
+
+
+_register()
+
+
+def fail(message: str, status: int = 1) -> None:
+    """Print one clear line on stderr and exit."""
+    typer.echo(f"Error: {message}", err=True)
+    raise SystemExit(status)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        app(args=argv, standalone_mode=False)
+    except click.exceptions.Abort:
+        fail("aborted")
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
+    except (ChatmemError, EngineError) as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # never a traceback to a user
+        fail(f"unexpected {type(exc).__name__}: {exc}")
+    sys.exit(0)

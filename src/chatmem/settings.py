@@ -1,0 +1,90 @@
+"""Typed settings, read from ``CHATMEM_*`` environment variables (and optionally a TOML file).
+
+One :class:`Settings` object is built at the edge (CLI or test) and passed in; nothing in
+chatmem reads the environment at import time.  Every field carries help text, and a test
+checks that every field is documented in the README.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Deployment configuration.  Environment variable = ``CHATMEM_`` + field name, upper case."""
+
+    model_config = SettingsConfigDict(env_prefix="CHATMEM_", extra="ignore")
+
+    state_dir: Path = Field(
+        default=Path(".chatmem"),
+        description="Where SQLite, the key file and archives live.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL (sqlite:///… or postgresql://…). Default: SQLite in the state dir.",
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis URL; enables cross-replica coordination (run events, stop signals, locks).",
+    )
+    encryption_key: str | None = Field(
+        default=None,
+        description="Shared 32-byte URL-safe base64 key for API keys. Default: a key file in the state dir.",
+    )
+    allow_private_endpoints: bool = Field(
+        default=False,
+        description="1 lets profiles and MCP servers use http, private and loopback endpoints.",
+    )
+    allowed_endpoints: str = Field(
+        default="",
+        description="Comma-separated host:port pairs admitted although private (trusted internal gateways).",
+    )
+    host: str = Field(default="127.0.0.1", description="Listen address.")
+    port: int = Field(default=8000, description="Listen port.")
+    public_url: str | None = Field(
+        default=None,
+        description="Base URL printed in sign-in links. Default: http://HOST:PORT.",
+    )
+    quota: Literal["off", "extension"] = Field(
+        default="off",
+        description="Storage quota preset: off, or extension (50 folders, 200 conversations, 300 messages).",
+    )
+    max_folders: int | None = Field(default=None, description="Folder quota per user (overrides the preset).")
+    max_conversations: int | None = Field(
+        default=None, description="Conversation quota per user (overrides the preset)."
+    )
+    max_messages: int | None = Field(
+        default=None, description="Message quota per conversation (overrides the preset)."
+    )
+    max_body_bytes: int = Field(
+        default=8 * 1024 * 1024, description="Largest accepted JSON request body, in bytes."
+    )
+    max_import_bytes: int = Field(
+        default=1024 * 1024 * 1024, description="Largest accepted upload for POST /api/v1/import, in bytes."
+    )
+    turn_max_iterations: int = Field(
+        default=8, description="Per-turn guard: most model requests in one turn."
+    )
+    turn_max_tool_calls: int = Field(
+        default=16, description="Per-turn guard: most tool calls in one turn."
+    )
+    model_timeout: float = Field(
+        default=120.0, description="Seconds before a model request times out."
+    )
+    secure_cookies: bool = Field(
+        default=False, description="Mark the session cookie Secure (set behind HTTPS)."
+    )
+    log_level: str = Field(default="INFO", description="Logging level.")
+
+    def sqlalchemy_url(self) -> str:
+        """The database URL, defaulting to SQLite inside the state directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.state_dir / 'chatmem.db').resolve()}"
+
+    def base_url(self) -> str:
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")

@@ -1,0 +1,91 @@
+"""The one place where errors become HTTP responses.
+
+``chatmem.errors`` and ``chatmem.context.errors`` carry a ``code``; this module maps each
+code to a status and renders the CONTRACT shape ``{"error": {"code", "message"}}``.
+Validation failures become ``invalid_input`` (422); anything unexpected is logged and
+answered with a plain 500 without a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from chatmem.context.errors import EngineError
+from chatmem.errors import ChatmemError
+
+log = logging.getLogger(__name__)
+
+STATUS_BY_CODE: dict[str, int] = {
+    "not_found": 404,
+    "invalid_input": 422,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "endpoint_not_allowed": 400,
+    "quota_exceeded": 409,
+    "conflict": 409,
+    "turn_running": 409,
+    "compaction_running": 409,
+    "nothing_to_compress": 409,
+    "does_not_fit": 413,
+    "insufficient_credits": 402,
+    "payload_too_large": 413,
+    "context_length_exceeded": 413,
+    "provider_auth": 502,
+    "rate_limited": 429,
+    "provider_unreachable": 502,
+    "provider_error": 502,
+    "configuration_error": 500,
+}
+
+_HTTP_CODES = {
+    400: "invalid_input",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "invalid_input",
+    422: "invalid_input",
+}
+
+
+def error_response(code: str, message: str, status: int | None = None, **extra: Any) -> JSONResponse:
+    body: dict[str, Any] = {"code": code, "message": message}
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return JSONResponse({"error": body}, status_code=status or STATUS_BY_CODE.get(code, 400))
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ChatmemError)
+    async def _chatmem(_: Request, exc: ChatmemError) -> JSONResponse:
+        data = {k: v for k, v in exc.data.items() if isinstance(v, (str, int, float, bool))}
+        return error_response(exc.code, exc.message, **data)
+
+    @app.exception_handler(EngineError)
+    async def _engine(_: Request, exc: EngineError) -> JSONResponse:
+        return error_response(exc.code, str(exc), **exc.details())
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        msg = first.get("msg", "invalid input")
+        return error_response("invalid_input", f"{where}: {msg}" if where else msg, 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "error")
+        return error_response(code, str(exc.detail), exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return error_response("internal_error", "Something went wrong on the server.", 500)
