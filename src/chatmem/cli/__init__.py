@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-import click
 import typer
+from typer.exceptions import TyperException
 
 from chatmem.context.errors import EngineError
 from chatmem.errors import ChatmemError
@@ -48,11 +48,17 @@ def fail(message: str, status: int = 1) -> None:
 def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, standalone_mode=False)
-    except click.exceptions.Abort:
+    except typer.Abort:
         fail("aborted")
-    except click.exceptions.ClickException as exc:
-        exc.show()
+    except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
+    except TyperException as exc:  # usage errors: Typer's own message, exit status 2
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            typer.echo(f"Error: {exc}", err=True)
+        raise SystemExit(getattr(exc, "exit_code", 2)) from None
     except (ChatmemError, EngineError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
