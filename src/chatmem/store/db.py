@@ -1,0 +1,129 @@
+"""The database handle: one engine, one session factory, migrations applied on start.
+
+``Database(url)`` accepts SQLAlchemy URLs as users write them (``sqlite:///…``,
+``postgresql://…``) and normalises PostgreSQL to psycopg 3.  SQLite connections are tuned on
+connect (WAL, foreign keys, a busy timeout) because SQLite forgets pragmas per connection.
+:meth:`Database.migrate` runs ``alembic upgrade head`` from the migrations shipped inside the
+package (no ``alembic.ini`` needed), under an advisory lock on PostgreSQL so replicas that
+start together do not race.  :meth:`Database.session` is the one unit-of-work helper: commit
+on success, roll back on any exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from chatmem.errors import ConfigurationError
+from chatmem.settings import Settings
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+# Any constant shared by every replica; identifies "chatmem schema migration" for pg locks.
+_PG_MIGRATION_LOCK = 7_245_113_901
+
+
+def normalize_url(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` mean psycopg 3 here (the only driver we ship)."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+class Database:
+    """An engine plus a session factory.  Lives on ``app.state.db``."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = normalize_url(url)
+        try:
+            parsed = make_url(self.url)
+        except Exception as exc:
+            raise ConfigurationError(f"Malformed database URL: {exc}") from None
+        self.dialect = parsed.get_backend_name()
+        kwargs: dict[str, Any] = {"echo": echo, "future": True}
+        if self.dialect == "sqlite":
+            database = parsed.database or ""
+            if database and database != ":memory:":
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: let SQLAlchemy emit BEGIN itself (the pysqlite
+            # transaction emulation otherwise defers it and breaks SAVEPOINT/DDL).
+            kwargs["connect_args"] = {"check_same_thread": False, "isolation_level": None}
+            if not database or database == ":memory:":
+                kwargs["poolclass"] = StaticPool
+        elif self.dialect == "postgresql":
+            kwargs["pool_pre_ping"] = True
+        else:
+            raise ConfigurationError(f"Unsupported database backend: {self.dialect}")
+        self.engine: Engine = create_engine(self.url, **kwargs)
+        if self.dialect == "sqlite":
+            _tune_sqlite(self.engine)
+        self.sessionmaker: sessionmaker[Session] = sessionmaker(
+            self.engine, expire_on_commit=False
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Database:
+        return cls(settings.sqlalchemy_url())
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A unit of work: committed when the block ends normally, rolled back otherwise."""
+        session = self.sessionmaker()
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def migrate(self) -> None:
+        """Apply every Alembic revision up to head (idempotent)."""
+        from alembic import command
+
+        from chatmem.store.migrations import alembic_config
+
+        with self.engine.begin() as connection:
+            if self.dialect == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    def current_revision(self) -> str | None:
+        with self.engine.connect() as connection:
+            try:
+                row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
+            except Exception:
+                return None
+        return row[0] if row else None
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _tune_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN")

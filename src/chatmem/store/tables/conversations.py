@@ -1,0 +1,146 @@
+"""Folders, conversations, messages, summaries and files (STORE-2, STORE-3, CTX-9, CTX-16).
+
+Design notes:
+- Messages carry a per-conversation ``seq`` (1, 2, 3 …) that orders history; the
+  ``(conversation_id, seq)`` index lets the engine loader read the tail in pages without
+  touching old rows.  ``num`` is an integer surrogate key: it is SQLite's rowid (stable across
+  VACUUM), which the FTS5 index ``messages_fts`` points at; the public id is ``id``.
+- Token counts are computed once at write time for every tokenizer we know (CTX-2) and kept
+  in ``tokens_<tokenizer>`` columns; the engine gets the one its profile asks for.
+- Summaries are never overwritten: every version is a row (STORE-2: history stays whole).
+- ``archived_at`` marks a conversation moved to an archive file (ARCH-1); archived
+  conversations leave lists and search.  ``source`` is the import key (``chatgpt:<id>``, …) so
+  re-importing a file does not duplicate conversations.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from chatmem.store.base import Base
+from chatmem.store.types import RowId, UTCDateTime, new_id, utcnow
+
+# Names of the token-count columns, by tokenizer name (CTX-1).
+TOKEN_COLUMNS: dict[str, str] = {
+    "estimate": "tokens_estimate",
+    "o200k_base": "tokens_o200k",
+    "cl100k_base": "tokens_cl100k",
+}
+
+
+class Folder(Base):
+    __tablename__ = "folders"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+    __table_args__ = (
+        # The list order: pinned first, then most recently active (STORE-7, kept fast by keyset).
+        Index("ix_conversations_list", "user_id", "pinned", "last_active_at", "id"),
+        UniqueConstraint("user_id", "source", name="uq_conversations_user_id_source"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    title: Mapped[str] = mapped_column(String(500), default="")
+    folder_id: Mapped[str | None] = mapped_column(
+        ForeignKey("folders.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    mode: Mapped[str] = mapped_column(String(16), default="full")
+    profile_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    source: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_active_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "seq", name="uq_messages_conversation_id_seq"),
+    )
+
+    num: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True, default=new_id)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    seq: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    tokens_estimate: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_o200k: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_cl100k: Mapped[int] = mapped_column(Integer, default=0)
+    # Assistant tool calls, OpenAI shape: [{"id", "name", "arguments"}].
+    tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    tool_call_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    excluded: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Free-form extras (run id, usage, tool status …) owned by whoever writes them.
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class Summary(Base):
+    __tablename__ = "summaries"
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "version", name="uq_summaries_conversation_id_version"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    version: Mapped[int] = mapped_column(Integer)
+    first_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    through_message_id: Mapped[str] = mapped_column(String(64))
+    message_count: Mapped[int] = mapped_column(Integer, default=0)
+    text: Mapped[str] = mapped_column(Text)
+    focus: Mapped[str | None] = mapped_column(Text, nullable=True)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    tokens_estimate: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_o200k: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_cl100k: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class File(Base):
+    __tablename__ = "files"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    message_id: Mapped[str | None] = mapped_column(
+        ForeignKey("messages.id", ondelete="SET NULL"), nullable=True
+    )
+    name: Mapped[str] = mapped_column(String(500))
+    content: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), default="auto")
+    size: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_estimate: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_o200k: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_cl100k: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,62 @@
+"""Column types and value helpers shared by every table module.
+
+Ids are opaque strings (uuid4 hex).  Times are stored as timezone-aware UTC: SQLite keeps no
+zone, so :class:`UTCDateTime` re-attaches UTC on the way out and converts on the way in, and
+both backends hand back the same aware ``datetime``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, DateTime, Integer
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+# SQLite only aliases the rowid for a column declared exactly ``INTEGER PRIMARY KEY``; PostgreSQL
+# wants 64 bits for a table that may hold hundreds of millions of rows.
+RowId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO-8601 in UTC with a ``Z`` (the CONTRACT's time format)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A ``DateTime`` that is always aware UTC in Python, whatever the backend stores."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            # Naive text sorts correctly and compares with what SQLite's own functions produce.
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
