@@ -175,6 +175,23 @@ def upgrade() -> None:
         _fk("message_id", "messages.id", "files", "SET NULL"),
     )
     op.create_index("ix_files_conversation_id", "files", ["conversation_id"])
+    # Archive records (ARCH-1/2, owned by store/archive.py; model in tables/archives.py).
+    op.create_table(
+        "archives",
+        sa.Column("conversation_id", ID, nullable=False),
+        sa.Column("user_id", ID, nullable=False),
+        sa.Column("storage", sa.String(16), nullable=False),
+        sa.Column("sha256", sa.String(64), nullable=False),
+        sa.Column("raw_bytes", sa.BigInteger(), nullable=False),
+        sa.Column("stored_bytes", sa.BigInteger(), nullable=False),
+        sa.Column("message_count", sa.Integer(), nullable=False),
+        sa.Column("archived_at", TIME, nullable=False),
+        sa.Column("blob", sa.LargeBinary(), nullable=True),
+        sa.PrimaryKeyConstraint("conversation_id", name="pk_archives"),
+        _fk("conversation_id", "conversations.id", "archives", "CASCADE"),
+        _fk("user_id", "users.id", "archives", "CASCADE"),
+    )
+    op.create_index("ix_archives_user_id", "archives", ["user_id"])
 
     dialect = op.get_bind().dialect.name
     if dialect == "sqlite":
@@ -210,6 +227,7 @@ def downgrade() -> None:
             op.execute(f"DROP TRIGGER IF EXISTS {name}")
         op.execute("DROP TABLE IF EXISTS messages_fts")
     for table in (
+        "archives",
         "files",
         "summaries",
         "messages",
