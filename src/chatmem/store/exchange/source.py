@@ -1,0 +1,93 @@
+"""Where import bytes come from: a seekable file (or a ZIP holding ``conversations.json``),
+read as a stream with a byte counter for progress bars.
+
+An import reads its input twice — a short sniff of the first items to learn the format, then
+the full streamed parse — so a source hands out fresh streams from the start on demand.
+ChatGPT and Claude both ship their data export as a ZIP; the member is streamed straight out
+of the archive, never extracted to memory.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import BinaryIO
+
+from chatmem.errors import ImportFormatError
+
+Progress = Callable[[int, int], None]  # (bytes read so far, total bytes)
+
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+class CountingReader(io.RawIOBase):
+    """A read-only stream that reports how many bytes have passed through it."""
+
+    def __init__(self, inner: BinaryIO, total: int, on_progress: Progress | None) -> None:
+        self._inner = inner
+        self._total = total
+        self._on_progress = on_progress
+        self.bytes_read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._inner.read(size)
+        self.bytes_read += len(chunk)
+        if self._on_progress is not None and chunk:
+            self._on_progress(self.bytes_read, self._total)
+        return chunk
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        chunk = self.read(len(buffer))
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+
+class ImportSource:
+    """A re-readable byte source.  ``open()`` always starts at the beginning."""
+
+    def __init__(self, file: BinaryIO, name: str = "upload") -> None:
+        self.name = name
+        self._file = file
+        self._zip: zipfile.ZipFile | None = None
+        self._member: zipfile.ZipInfo | None = None
+        file.seek(0)
+        head = file.read(4)
+        file.seek(0, io.SEEK_END)
+        self._size = file.tell()
+        file.seek(0)
+        if head == _ZIP_MAGIC:
+            self._open_zip()
+
+    def _open_zip(self) -> None:
+        try:
+            archive = zipfile.ZipFile(self._file)
+        except zipfile.BadZipFile as exc:
+            raise ImportFormatError(f"The file looks like a ZIP archive but cannot be read: {exc}") from None
+        members = [i for i in archive.infolist() if not i.is_dir()]
+        wanted = [i for i in members if PurePosixPath(i.filename).name == "conversations.json"]
+        if not wanted:
+            wanted = [i for i in members if i.filename.lower().endswith(".json")]
+        if len(wanted) != 1:
+            raise ImportFormatError(
+                "The ZIP archive holds no single conversations.json; unzip it and import the "
+                "conversations file itself."
+            )
+        self._zip, self._member = archive, wanted[0]
+        self._size = wanted[0].file_size
+
+    @property
+    def total_bytes(self) -> int:
+        return self._size
+
+    def open(self, on_progress: Progress | None = None) -> CountingReader:
+        if self._zip is not None and self._member is not None:
+            inner: BinaryIO = self._zip.open(self._member)  # type: ignore[assignment]
+        else:
+            self._file.seek(0)
+            inner = self._file
+        return CountingReader(inner, self._size, on_progress)
