@@ -74,6 +74,9 @@ class Conversation(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_active_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Extras carried through export/import (e.g. an imported export's non-secret ``profile``
+    # settings when no local profile is linked); owned by store/exchange.
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class Message(Base):

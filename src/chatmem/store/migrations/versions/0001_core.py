@@ -101,6 +101,7 @@ def upgrade() -> None:
         sa.Column("updated_at", TIME, nullable=False),
         sa.Column("last_active_at", TIME, nullable=False),
         sa.Column("archived_at", TIME, nullable=True),
+        sa.Column("meta", sa.JSON(), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_conversations"),
         sa.UniqueConstraint("user_id", "source", name="uq_conversations_user_id_source"),
         _fk("user_id", "users.id", "conversations", "CASCADE"),
