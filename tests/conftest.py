@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# Fixture modules shared by the whole suite (each lives in tests/support/).
+pytest_plugins = ["tests.support.model_server"]
+
 
 def services_required() -> bool:
     return os.environ.get("CHATMEM_REQUIRE_SERVICES") == "1"

@@ -1,0 +1,429 @@
+"""The model client: OpenAI-compatible Chat Completions, streamed (PROF-5).
+
+Why httpx directly and not the ``openai`` SDK: the request is one POST and the stream is a
+few lines of SSE, while everything around it must be exactly ours — the transport that pins
+the checked address (PROF-4), retries only *before the first token* with our own backoff,
+error mapping that recognises context-length errors from OpenAI, vLLM, llama.cpp and others by
+their bodies, no environment variables read behind our back (``OPENAI_BASE_URL``, proxies),
+and no provider message echoing the API key into our errors.  The SDK would add its own retry
+loop, headers and environment handling we would have to switch off one by one.
+
+The client yields typed events, in this order: :class:`TextDelta` as text arrives; a
+:class:`ToolCallEvent` per tool call once its deltas are assembled; :class:`Usage` if the
+provider reported it (we ask with ``stream_options.include_usage``); :class:`Finish` last.
+
+Errors are ``chatmem.errors``: ``ProviderContextLength`` (CTX-19), ``ProviderAuthError``
+(401/403), ``ProviderRateLimited`` (429 after retries), ``ProviderUnreachable`` (connect
+failures and timeouts), ``EndpointNotAllowed`` (the policy, or a redirect), else
+``ProviderError``.  The API key goes only into the ``Authorization`` header and is never
+logged; provider messages are scrubbed of it before they become error text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import ssl
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+
+from chatmem import __version__
+from chatmem.context.values import ToolCall
+from chatmem.errors import (
+    ChatmemError,
+    EndpointNotAllowed,
+    ProviderAuthError,
+    ProviderContextLength,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderUnreachable,
+)
+from chatmem.models.ssrf import EndpointPolicy, safe_async_client
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+_CONTEXT_PATTERNS = re.compile(
+    r"context[_ ]length|maximum context|context window|too many tokens|prompt is too long|"
+    r"reduce the length|exceeds? the (?:model'?s? )?(?:maximum|max)|input is too long|"
+    r"longer than the model",
+    re.IGNORECASE,
+)
+
+
+# --- events ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Finish:
+    reason: str | None  # "stop", "length", "tool_calls", "content_filter", … as the provider said
+
+
+StreamEvent = TextDelta | ToolCallEvent | Usage | Finish
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A whole answer, collected from the stream (:meth:`ModelClient.complete`)."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage | None
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """Where and what to call.  ``api_key`` is plaintext in memory only; never repr'd."""
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 3  # total tries before the first token
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay)
+        return min(self.base_delay * (2**attempt), self.max_delay) * (0.5 + random.random() / 2)
+
+
+# --- the client --------------------------------------------------------------------------------
+
+class ModelClient:
+    """Talks to one model endpoint.  Create per use or keep; ``aclose()`` when done.
+
+    ``sleep`` is injectable so retry tests need not wait.
+    """
+
+    def __init__(
+        self,
+        endpoint: ModelEndpoint,
+        policy: EndpointPolicy,
+        *,
+        timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        retry: RetryPolicy = RetryPolicy(),
+        ssl_context: ssl.SSLContext | None = None,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    ) -> None:
+        policy.check_syntax(endpoint.base_url)
+        self.endpoint = endpoint
+        self._retry = retry
+        self._sleep = sleep
+        self._timeout = timeout
+        headers = {"User-Agent": f"chatmem/{__version__}"}
+        if endpoint.api_key:
+            headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        self._http = safe_async_client(
+            policy,
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            headers=headers,
+            ssl_context=ssl_context,
+        )
+
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _url(self, path: str) -> str:
+        return self.endpoint.base_url.rstrip("/") + path
+
+    # -- streaming chat -------------------------------------------------------------------------
+    async def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one Chat Completions request.  Retries happen only before the first event."""
+        body: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": list(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = list(tools)
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        body.update(extra or {})
+
+        attempt = 0
+        while True:
+            yielded = False
+            try:
+                async with self._http.stream(
+                    "POST",
+                    self._url("/chat/completions"),
+                    json=body,
+                    headers={"Accept": "text/event-stream"},
+                ) as response:
+                    if response.status_code >= 300:
+                        await response.aread()
+                        raise self._status_error(response)
+                    async for event in _parse_stream(response, self._scrub):
+                        yielded = True
+                        yield event
+                return
+            except _Retryable as exc:
+                if yielded or attempt + 1 >= self._retry.attempts:
+                    raise exc.error from None
+                delay = self._retry.delay(attempt, exc.retry_after)
+                log.info("model request failed (%s); retrying in %.1fs", exc.error.code, delay)
+                attempt += 1
+                await self._sleep(delay)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if yielded or attempt + 1 >= self._retry.attempts:
+                    raise ProviderUnreachable(
+                        f"The model API at {self._host()} could not be reached."
+                    ) from exc
+                delay = self._retry.delay(attempt, None)
+                log.info("model API unreachable; retrying in %.1fs", delay)
+                attempt += 1
+                await self._sleep(delay)
+            except httpx.TimeoutException as exc:
+                raise ProviderUnreachable(
+                    f"The model API at {self._host()} did not answer within {self._timeout:g} s."
+                ) from exc
+            except httpx.HTTPError as exc:
+                raise ProviderError(
+                    f"The connection to the model API broke off ({type(exc).__name__})."
+                ) from exc
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        on_delta: Callable[[str], Awaitable[None]] | None = None,
+    ) -> Completion:
+        """Stream and collect a whole answer (summaries, connection tests)."""
+        parts: list[str] = []
+        calls: list[ToolCall] = []
+        usage: Usage | None = None
+        reason: str | None = None
+        async for event in self.stream(messages, tools=tools, max_tokens=max_tokens):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+                if on_delta is not None:
+                    await on_delta(event.text)
+            elif isinstance(event, ToolCallEvent):
+                calls.append(event.call)
+            elif isinstance(event, Usage):
+                usage = event
+            else:
+                reason = event.reason
+        return Completion("".join(parts), tuple(calls), usage, reason)
+
+    async def list_models(self) -> list[str]:
+        """``GET /models`` — the cheapest way to test a URL and key."""
+        try:
+            response = await self._http.get(self._url("/models"))
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.TimeoutException) as exc:
+            raise ProviderUnreachable(f"The model API at {self._host()} could not be reached.") from exc
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"The model API failed ({type(exc).__name__}).") from exc
+        if response.status_code >= 300:
+            error = self._status_error(response)
+            raise error.error if isinstance(error, _Retryable) else error
+        try:
+            data = response.json().get("data", [])
+            return [str(item.get("id")) for item in data if isinstance(item, dict)]
+        except (ValueError, AttributeError):
+            raise ProviderError("The model API answered /models with something that is not a model list.") from None
+
+    # -- errors ---------------------------------------------------------------------------------
+    def _host(self) -> str:
+        return httpx.URL(self.endpoint.base_url).host
+
+    def _scrub(self, text: str) -> str:
+        key = self.endpoint.api_key
+        if key:
+            text = text.replace(key, "***")
+        return text[:500]
+
+    def _status_error(self, response: httpx.Response) -> Exception:
+        status = response.status_code
+        if 300 <= status < 400:
+            return EndpointNotAllowed(
+                "This endpoint is not allowed: it answered with a redirect, which chatmem never follows.",
+                reason="redirect",
+            )
+        message, code = _error_details(response)
+        message = self._scrub(message)
+        if _is_context_length(status, message, code):
+            return ProviderContextLength()
+        if status in (401, 403):
+            return ProviderAuthError(f"The model API rejected the API key ({status}): {message}")
+        error: ChatmemError
+        if status == 429:
+            error = ProviderRateLimited(f"The model API is rate limiting requests: {message}")
+        else:
+            error = ProviderError(f"The model API answered {status}: {message}", status=status)
+        if status in RETRY_STATUSES:
+            return _Retryable(error, _retry_after(response))
+        return error
+
+
+class _Retryable(Exception):
+    def __init__(self, error: ChatmemError, retry_after: float | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.retry_after = retry_after
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _error_details(response: httpx.Response) -> tuple[str, str | None]:
+    try:
+        payload = response.json()
+    except ValueError:
+        return (response.text.strip() or response.reason_phrase or "no details"), None
+    return _error_from_payload(payload)
+
+
+def _error_from_payload(payload: Any) -> tuple[str, str | None]:
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict):
+        code = error.get("code") or error.get("type")
+        return str(error.get("message") or code or "no details"), (str(code) if code else None)
+    if isinstance(error, str):
+        return error, None
+    if isinstance(payload, dict) and "message" in payload:
+        return str(payload["message"]), None
+    return json.dumps(payload)[:500], None
+
+
+def _is_context_length(status: int, message: str, code: str | None) -> bool:
+    if code and "context_length" in code:
+        return True
+    return status in (400, 413, 422) and bool(_CONTEXT_PATTERNS.search(message))
+
+
+# --- SSE parsing -------------------------------------------------------------------------------
+
+@dataclass
+class _PendingCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+async def _parse_stream(
+    response: httpx.Response, scrub: Callable[[str], str]
+) -> AsyncIterator[StreamEvent]:
+    calls: dict[int, _PendingCall] = {}
+    finish: str | None = None
+    usage: Usage | None = None
+    done = False
+    data_lines: list[str] = []
+
+    def flush_calls() -> list[StreamEvent]:
+        out: list[StreamEvent] = [
+            ToolCallEvent(
+                ToolCall(
+                    id=c.id or f"call_{uuid.uuid4().hex[:12]}",
+                    name=c.name,
+                    arguments="".join(c.arguments) or "{}",
+                )
+            )
+            for _, c in sorted(calls.items())
+        ]
+        calls.clear()
+        return out
+
+    async for line in response.aiter_lines():
+        if line.startswith(":"):
+            continue
+        if line.startswith("data:"):
+            data_lines.append(line[5:].lstrip(" "))
+            continue
+        if line.strip() or not data_lines:
+            continue  # "event:", "id:", "retry:" lines carry nothing we need
+        data = "\n".join(data_lines)
+        data_lines = []
+        if data.strip() == "[DONE]":
+            done = True
+            break
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise ProviderError("The model API sent a malformed stream.") from None
+        if not isinstance(chunk, dict):
+            continue
+        if "error" in chunk:
+            message, code = _error_from_payload(chunk)
+            message = scrub(message)
+            if _is_context_length(400, message, code):
+                raise ProviderContextLength()
+            raise ProviderError(f"The model API failed mid-answer: {message}")
+        if isinstance(chunk.get("usage"), dict):
+            u = chunk["usage"]
+            usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                yield TextDelta(text)
+            for part in delta.get("tool_calls") or []:
+                pending = calls.setdefault(int(part.get("index", 0)), _PendingCall())
+                pending.id = pending.id or str(part.get("id") or "")
+                fn = part.get("function") or {}
+                pending.name = pending.name or str(fn.get("name") or "")
+                if fn.get("arguments"):
+                    pending.arguments.append(str(fn["arguments"]))
+            if choice.get("finish_reason"):
+                finish = str(choice["finish_reason"])
+                for event in flush_calls():
+                    yield event
+    if not done and finish is None:
+        raise ProviderError("The model API's stream ended before the answer was complete.")
+    for event in flush_calls():
+        yield event
+    if usage is not None:
+        yield usage
+    yield Finish(finish)

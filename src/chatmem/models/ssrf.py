@@ -1,0 +1,432 @@
+"""The endpoint policy (PROF-4): which model and MCP URLs chatmem may connect to, and how.
+
+Theory of operation
+-------------------
+A model URL is the easiest way into an internal network, so every outgoing connection to a
+user-supplied URL goes through one :class:`EndpointPolicy`, applied twice:
+
+1. **When a profile (or MCP server) is saved** — :meth:`EndpointPolicy.check_url` parses the
+   URL, checks its form and resolves the host name once, refusing if *any* address is not a
+   public unicast address.  The user gets ``endpoint_not_allowed`` immediately.
+2. **Every time a connection is opened** — the httpx transport from :func:`safe_async_client`
+   uses a network backend that resolves the name again through the same policy and connects
+   to *the address it just checked* (never letting the OS resolve a second time), while TLS
+   is still verified against the host name.  A name that rebinds to a private address between
+   save and use is therefore refused at connect time, and nothing else can slip in between the
+   check and the connect.
+
+Rules, by default:
+
+* only ``https``; no user-info (``https://good.com@127.0.0.1``); a DNS host name, never an
+  IP literal — including the legacy forms ``inet_aton`` accepts (``2130706433``,
+  ``0177.0.0.1``, ``0x7f.1``, ``127.1``); ``localhost`` and other local-only names refused;
+* every resolved address must be global unicast: :data:`BLOCKED_V4` / :data:`BLOCKED_V6` list
+  the refused ranges as data (loopback, private, link-local, CGNAT, multicast, unspecified,
+  reserved, documentation, benchmarking, ULA, …).  IPv6 addresses that embed an IPv4 address
+  (IPv4-mapped, IPv4-compatible, 6to4, Teredo, NAT64) are judged by that IPv4 address too;
+* a DNS failure refuses; redirects are never followed (the client treats 3xx as refused);
+  proxy environment variables are ignored (``trust_env=False``).
+
+Operators opt in for trusted internal gateways with ``CHATMEM_ALLOW_PRIVATE_ENDPOINTS=1``
+(everything private, loopback and plain http; link-local metadata, multicast and unspecified
+addresses stay refused) or ``CHATMEM_ALLOWED_ENDPOINTS=host:port,…`` (exactly those, with any
+address and http).  Non-canonical IP literals and user-info are refused even then.
+
+Name resolution is a :class:`Resolver` so tests map names to chosen addresses without DNS.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+import ssl
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import anyio
+import anyio.to_thread
+import certifi
+import httpcore
+import httpx
+
+from chatmem.errors import EndpointNotAllowed
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+# --- address policy, as data ------------------------------------------------------------------
+
+def _nets(pairs: Iterable[tuple[str, str]]) -> tuple[tuple[ipaddress._BaseNetwork, str], ...]:
+    return tuple((ipaddress.ip_network(net), why) for net, why in pairs)
+
+
+BLOCKED_V4 = _nets(
+    [
+        ("0.0.0.0/8", "unspecified"),
+        ("10.0.0.0/8", "private"),
+        ("100.64.0.0/10", "carrier-grade NAT"),
+        ("127.0.0.0/8", "loopback"),
+        ("169.254.0.0/16", "link-local"),
+        ("172.16.0.0/12", "private"),
+        ("192.0.0.0/24", "IETF protocol assignments"),
+        ("192.0.2.0/24", "documentation"),
+        ("192.88.99.0/24", "6to4 relay anycast"),
+        ("192.168.0.0/16", "private"),
+        ("198.18.0.0/15", "benchmarking"),
+        ("198.51.100.0/24", "documentation"),
+        ("203.0.113.0/24", "documentation"),
+        ("224.0.0.0/4", "multicast"),
+        ("240.0.0.0/4", "reserved"),  # includes 255.255.255.255 broadcast
+    ]
+)
+
+BLOCKED_V6 = _nets(
+    [
+        ("::/128", "unspecified"),
+        ("::1/128", "loopback"),
+        ("::/8", "reserved (incl. IPv4-mapped and IPv4-compatible)"),
+        ("64:ff9b:1::/48", "local-use NAT64"),
+        ("100::/64", "discard-only"),
+        ("2001::/23", "IETF protocol assignments (incl. Teredo, benchmarking)"),
+        ("2001:db8::/32", "documentation"),
+        ("3fff::/20", "documentation"),
+        ("5f00::/16", "segment routing"),
+        ("fc00::/7", "unique local (private)"),
+        ("fe80::/10", "link-local"),
+        ("fec0::/10", "site-local"),
+        ("ff00::/8", "multicast"),
+    ]
+)
+
+# Still refused when private endpoints are allowed: instance metadata lives on link-local
+# addresses, and multicast/unspecified are never a model API.
+ALWAYS_BLOCKED_KINDS = frozenset({"unspecified", "link-local", "multicast"})
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_V4_COMPAT = ipaddress.ip_network("::/96")
+
+# Names that only ever mean "this machine" or a local network.
+_LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
+_LOCAL_SUFFIXES = (".localhost", ".local", ".localdomain", ".internal", ".home.arpa")
+
+_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries, for the forms that route to it."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if ip in _NAT64 or (ip in _V4_COMPAT and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def address_refusal(ip: IPAddress) -> str | None:
+    """Why ``ip`` is not a public unicast address, or ``None`` if it is."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = embedded_ipv4(ip)
+        if inner is not None:
+            why = address_refusal(inner)
+            if why is not None:
+                return f"{why} (embedded in {ip})"
+        table = BLOCKED_V6
+    else:
+        table = BLOCKED_V4
+    for net, why in table:
+        if ip in net:
+            return why
+    if not ip.is_global or ip.is_multicast:  # belt and braces over the table
+        return "not a public address"
+    return None
+
+
+def _kind(reason: str) -> str:
+    return reason.split(" (", 1)[0]
+
+
+# --- resolvers -----------------------------------------------------------------------------
+
+class Resolver(Protocol):
+    """Turns a host name into addresses.  Raise ``OSError`` (or return []) when it fails."""
+
+    def resolve(self, host: str, port: int) -> Sequence[str]: ...
+
+
+class SystemResolver:
+    """The operating system's resolver (``getaddrinfo``)."""
+
+    def resolve(self, host: str, port: int) -> Sequence[str]:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        seen: list[str] = []
+        for _family, _type, _proto, _name, sockaddr in infos:
+            addr = str(sockaddr[0]).split("%", 1)[0]  # drop an IPv6 zone id
+            if addr not in seen:
+                seen.append(addr)
+        return seen
+
+
+@dataclass
+class StaticResolver:
+    """A resolver answering from a table (tests, or pinning names in a deployment).
+
+    Unknown names fail like a DNS error.  Values may be a list of addresses; ``answers`` can be
+    changed between calls (to simulate DNS rebinding).
+    """
+
+    answers: dict[str, list[str]] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+
+    def resolve(self, host: str, port: int) -> Sequence[str]:
+        self.calls.append(host)
+        try:
+            return list(self.answers[host.lower().rstrip(".")])
+        except KeyError:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known") from None
+
+
+# --- the policy --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Target:
+    """A URL that passed the syntactic checks."""
+
+    scheme: str
+    host: str  # lower case, no trailing dot, IPv6 without brackets
+    port: int
+    trusted: bool  # on the operator's allow-list (or private endpoints allowed globally)
+    ip_literal: bool
+
+
+@dataclass(frozen=True)
+class CheckedEndpoint:
+    target: Target
+    addresses: tuple[str, ...]
+
+
+def parse_allowed_endpoints(text: str) -> frozenset[tuple[str, int]]:
+    """``"gw.internal:8443,10.0.0.5:80"`` → {("gw.internal", 8443), ("10.0.0.5", 80)}."""
+    out: set[tuple[str, int]] = set()
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit() or not host:
+            raise ValueError(f"allowed endpoint {item!r} is not host:port")
+        out.add((host.strip("[]").lower().rstrip("."), int(port)))
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class EndpointPolicy:
+    allow_private: bool = False
+    allowed: frozenset[tuple[str, int]] = frozenset()
+    resolver: Resolver = field(default_factory=SystemResolver, compare=False)
+
+    @classmethod
+    def from_settings(cls, settings: object, resolver: Resolver | None = None) -> EndpointPolicy:
+        return cls(
+            allow_private=bool(getattr(settings, "allow_private_endpoints", False)),
+            allowed=parse_allowed_endpoints(str(getattr(settings, "allowed_endpoints", "") or "")),
+            resolver=resolver or SystemResolver(),
+        )
+
+    def is_trusted(self, host: str, port: int) -> bool:
+        return self.allow_private or (host.lower().rstrip("."), port) in self.allowed
+
+    # -- syntax ---------------------------------------------------------------------------
+    def check_syntax(self, url: str) -> Target:
+        """Check the form of ``url`` (no network).  Raises ``EndpointNotAllowed``."""
+        if not isinstance(url, str) or not url or len(url) > 2048:
+            raise _refuse(url, "not a URL")
+        if any(ch.isspace() or ord(ch) < 0x20 or ch == "\\" for ch in url):
+            raise _refuse(url, "the URL contains spaces, control characters or backslashes")
+        try:
+            parsed = httpx.URL(url)
+        except (httpx.InvalidURL, ValueError, TypeError):
+            raise _refuse(url, "not a valid URL") from None
+        scheme = parsed.scheme
+        if scheme not in ("http", "https"):
+            raise _refuse(url, "only https URLs are accepted")
+        if parsed.userinfo:
+            raise _refuse(url, "user names or passwords in the URL are not accepted")
+        raw_host = parsed.raw_host.decode("ascii", "replace").lower()
+        host = raw_host.strip("[]").rstrip(".")
+        if not host:
+            raise _refuse(url, "the URL has no host")
+        port = parsed.port or (443 if scheme == "https" else 80)
+        trusted = self.is_trusted(host, port)
+        ip_literal = _is_ip_literal(host)
+        if ip_literal:
+            try:
+                ipaddress.ip_address(host)
+            except ValueError:  # 0177.0.0.1, 0x7f.1, 127.1, 2130706433 …: never, they're ambiguous
+                raise _refuse(url, "numeric host names are not accepted") from None
+            if not trusted:
+                raise _refuse(url, "IP addresses are not accepted; use a DNS host name")
+        else:
+            _check_dns_name(url, host)
+            if not trusted and (host in _LOCAL_NAMES or host.endswith(_LOCAL_SUFFIXES)):
+                raise _refuse(url, f"{host} is a local-only name")
+        if scheme != "https" and not trusted:
+            raise _refuse(url, "only https URLs are accepted (http needs the private-endpoint opt-in)")
+        return Target(scheme=scheme, host=host, port=port, trusted=trusted, ip_literal=ip_literal)
+
+    # -- addresses ------------------------------------------------------------------------
+    def checked_addresses(self, host: str, port: int) -> tuple[str, ...]:
+        """Resolve ``host`` once and return its addresses, refusing if any is not allowed.
+
+        Blocking (DNS); async callers run it in a worker thread.
+        """
+        host = host.lower().strip("[]").rstrip(".")
+        trusted = self.is_trusted(host, port)
+        if _is_ip_literal(host):
+            try:
+                raw = [str(ipaddress.ip_address(host))]
+            except ValueError:
+                raise _refuse(host, "numeric host names are not accepted") from None
+        else:
+            try:
+                raw = list(self.resolver.resolve(host, port))
+            except (OSError, UnicodeError):
+                raise _refuse(host, f"the name {host} could not be resolved") from None
+            if not raw:
+                raise _refuse(host, f"the name {host} could not be resolved")
+        out: list[str] = []
+        for text in raw:
+            try:
+                ip = ipaddress.ip_address(text)
+            except ValueError:
+                raise _refuse(host, f"the name {host} resolved to a malformed address") from None
+            why = address_refusal(ip)
+            if why is not None:
+                if not trusted or (
+                    _kind(why) in ALWAYS_BLOCKED_KINDS and (host, port) not in self.allowed
+                ):
+                    raise _refuse(host, f"{host} resolves to a {why} address ({ip})")
+            out.append(str(ip))
+        return tuple(out)
+
+    def check_url(self, url: str) -> CheckedEndpoint:
+        """Everything checkable when a URL is saved: form, then every resolved address."""
+        target = self.check_syntax(url)
+        return CheckedEndpoint(target, self.checked_addresses(target.host, target.port))
+
+
+def _refuse(url: object, why: str) -> EndpointNotAllowed:
+    return EndpointNotAllowed(f"This endpoint is not allowed: {why}.", reason=why)
+
+
+def _is_ip_literal(host: str) -> bool:
+    """True for anything the OS could read as an address, canonical or not."""
+    if ":" in host:
+        return True
+    try:
+        socket.inet_aton(host)  # accepts 2130706433, 0177.0.0.1, 0x7f.1, 127.1
+        return True
+    except (OSError, ValueError):
+        pass
+    last = host.rsplit(".", 1)[-1]
+    return last.isdigit() or bool(re.fullmatch(r"0x[0-9a-f]*", last))
+
+
+def _check_dns_name(url: str, host: str) -> None:
+    if len(host) > 253 or not all(_LABEL.match(label) for label in host.split(".")):
+        raise _refuse(url, "the host is not a valid DNS name")
+
+
+# --- connecting to the checked address ---------------------------------------------------------
+
+class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
+    """Resolves through the policy and connects to the address that passed the check.
+
+    httpcore calls ``connect_tcp(host, port)`` with the URL's host name; the TLS handshake
+    that follows still uses that host name for SNI and certificate verification, so pinning
+    the IP here keeps TLS honest while making DNS rebinding impossible.
+    """
+
+    def __init__(self, policy: EndpointPolicy) -> None:
+        self._policy = policy
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        addresses = await anyio.to_thread.run_sync(self._policy.checked_addresses, host, port)
+        last: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    address,
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def connect_unix_socket(self, *args: object, **kwargs: object) -> httpcore.AsyncNetworkStream:
+        raise EndpointNotAllowed("This endpoint is not allowed: unix sockets.", reason="unix socket")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class SafeTransport(httpx.AsyncHTTPTransport):
+    """An httpx transport that enforces the policy on every request it sends."""
+
+    def __init__(
+        self,
+        policy: EndpointPolicy,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        limits: httpx.Limits = httpx.Limits(max_connections=20, max_keepalive_connections=5),
+    ) -> None:
+        ctx = ssl_context or ssl.create_default_context(cafile=certifi.where())
+        super().__init__(verify=ctx, trust_env=False, limits=limits)
+        self._policy = policy
+        # Same pool httpx would build, with our network backend.  No proxy, ever.
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ctx,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=PinnedNetworkBackend(policy),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        # The syntactic rules (scheme, user-info, numeric hosts) apply to every request URL,
+        # not only the one that was saved; the backend then checks the addresses.
+        self._policy.check_syntax(str(request.url))
+        return await super().handle_async_request(request)
+
+
+def safe_async_client(
+    policy: EndpointPolicy,
+    *,
+    timeout: httpx.Timeout | float = 30.0,
+    headers: Mapping[str, str] | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` for user-supplied URLs: policy-checked, pinned, no redirects,
+    no proxies from the environment.  Use it for model APIs and MCP servers alike."""
+    return httpx.AsyncClient(
+        transport=SafeTransport(policy, ssl_context=ssl_context),
+        timeout=timeout,
+        headers=dict(headers or {}),
+        follow_redirects=False,
+        trust_env=False,
+    )

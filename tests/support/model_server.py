@@ -1,0 +1,538 @@
+"""A scriptable fake of an OpenAI-compatible model API, over real HTTP on loopback.
+
+The whole suite talks to this instead of a real provider (STYLE: fakes at seams, the real wire
+protocol).  It is a ``ThreadingHTTPServer`` on ``127.0.0.1`` with a random port, running in a
+background thread; chatmem's real client (SSRF transport included) connects to it.  Tests
+therefore need ``allow_private_endpoints=True`` (it is plain http on loopback).
+
+Endpoints: ``POST /v1/chat/completions`` (streaming SSE and plain JSON), ``GET /v1/models``.
+
+Script it per test — each queued step answers exactly one chat request, in order; when the
+queue is empty the server answers ``default_reply`` (so UI tests need not script anything)::
+
+    def test_something(model_server):                      # the pytest fixture
+        model_server.reply("Hello there!")                 # text, chunked into deltas
+        model_server.tool_call("search", {"q": "cats"})    # one tool call (args streamed in parts)
+        model_server.error(429, {"error": {...}})          # HTTP error with a JSON body
+        model_server.context_length_error()                # OpenAI's 400 context_length_exceeded
+        model_server.reply("slow", delay=0.2)              # 0.2 s between chunks
+        model_server.hang()                                # accept and never answer
+        model_server.redirect("https://169.254.169.254/")  # a 302
+        model_server.reply("cut", break_after=1)           # drop the connection mid-stream
+        ...
+        model_server.requests[-1].body["messages"]         # exactly what chatmem sent
+        model_server.requests[-1].headers["authorization"]
+
+``model_server.base_url`` is ``http://127.0.0.1:PORT/v1`` — put it in a profile.  A usage
+chunk ends the stream when the request asked for ``stream_options.include_usage``.
+
+As a subprocess (for tests that run a real ``chatmem serve``)::
+
+    python -m tests.support.model_server --port 0     # prints "READY http://127.0.0.1:PORT/v1"
+
+and script it over HTTP with :class:`RemoteModelServer` (``POST /_control/script``,
+``GET /_control/requests``, ``POST /_control/reset``); it has the same scripting methods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+DEFAULT_REPLY = "This is the fake model's answer."
+CONTEXT_LENGTH_BODY: dict[str, Any] = {
+    "error": {
+        "message": (
+            "This model's maximum context length is 8192 tokens. However, your messages "
+            "resulted in 9000 tokens. Please reduce the length of the messages."
+        ),
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+}
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it.  Header names are lower case."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  # parsed JSON, or None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list((self.body or {}).get("messages", []))
+
+
+class _Scripting:
+    """The scripting vocabulary shared by the in-process server and the remote control.
+
+    A step is a JSON-able dict, so the same steps travel to a subprocess unchanged.
+    """
+
+    def _enqueue(self, step: dict[str, Any]) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def reply(
+        self,
+        text: str,
+        *,
+        chunks: list[str] | None = None,
+        delay: float = 0.0,
+        usage: tuple[int, int] | None = None,
+        finish_reason: str = "stop",
+        break_after: int | None = None,
+    ) -> None:
+        """Answer with ``text``.  Streamed as ``chunks`` (default: word by word), ``delay``
+        seconds apart.  ``usage`` = (prompt, completion) tokens, default a rough count.
+        ``break_after=n`` closes the connection after n chunks, without ``[DONE]``."""
+        self._enqueue(
+            {
+                "kind": "text",
+                "text": text,
+                "chunks": chunks,
+                "delay": delay,
+                "usage": list(usage) if usage else None,
+                "finish_reason": finish_reason,
+                "break_after": break_after,
+            }
+        )
+
+    def tool_call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str = "{}",
+        *,
+        id: str | None = None,
+        text: str = "",
+        usage: tuple[int, int] | None = None,
+    ) -> None:
+        """Answer with one tool call (optionally after some text)."""
+        self.tool_calls([(name, arguments, id)], text=text, usage=usage)
+
+    def tool_calls(
+        self,
+        calls: list[tuple[str, Mapping[str, Any] | str, str | None]],
+        *,
+        text: str = "",
+        usage: tuple[int, int] | None = None,
+    ) -> None:
+        """Answer with several tool calls: ``[(name, arguments, id or None), …]``."""
+        self._enqueue(
+            {
+                "kind": "tool_calls",
+                "text": text,
+                "calls": [
+                    {
+                        "id": cid or f"call_{uuid.uuid4().hex[:12]}",
+                        "name": name,
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    }
+                    for name, args, cid in calls
+                ],
+                "usage": list(usage) if usage else None,
+            }
+        )
+
+    def error(
+        self,
+        status: int,
+        body: Mapping[str, Any] | str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Answer with an HTTP error.  ``body`` default: an OpenAI-shaped error object."""
+        if body is None:
+            body = {"error": {"message": f"fake error {status}", "type": "server_error"}}
+        self._enqueue({"kind": "error", "status": status, "body": body, "headers": dict(headers or {})})
+
+    def context_length_error(self) -> None:
+        """OpenAI's answer to a request longer than the model's window (CTX-19)."""
+        self.error(400, CONTEXT_LENGTH_BODY)
+
+    def hang(self, seconds: float | None = None) -> None:
+        """Accept the request and send nothing (for ``seconds``, or until the server stops)."""
+        self._enqueue({"kind": "hang", "seconds": seconds})
+
+    def redirect(self, location: str, status: int = 302) -> None:
+        self._enqueue({"kind": "redirect", "status": status, "location": location})
+
+
+class FakeModelServer(_Scripting):
+    """The in-process server.  ``start()``/``stop()`` or use as a context manager."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        models: list[str] | None = None,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._script: list[dict[str, Any]] = []
+        self._requests: list[RecordedRequest] = []
+        self._stopping = threading.Event()
+        self.default_reply = DEFAULT_REPLY
+        self.models = models or ["fake-model", "fake-model-mini"]
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        if ssl_context is not None:
+            self._httpd.socket = ssl_context.wrap_socket(self._httpd.socket, server_side=True)
+        self.scheme = "https" if ssl_context is not None else "http"
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeModelServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="fake-model-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # releases hanging handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- scripting and inspection --------------------------------------------------------------
+    def _enqueue(self, step: dict[str, Any]) -> None:
+        with self._lock:
+            self._script.append(step)
+
+    def _next_step(self) -> dict[str, Any]:
+        with self._lock:
+            if self._script:
+                return self._script.pop(0)
+        return {"kind": "text", "text": self.default_reply}
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far (a copy), oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def pending(self) -> int:
+        """Scripted steps not consumed yet."""
+        with self._lock:
+            return len(self._script)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self._requests.clear()
+
+
+# --- the wire protocol ---------------------------------------------------------------------------
+
+def _words(text: str) -> list[str]:
+    parts: list[str] = []
+    for i, word in enumerate(text.split(" ")):
+        parts.append(word if i == 0 else " " + word)
+    return [p for p in parts if p] or [""]
+
+
+def _rough_tokens(value: Any) -> int:
+    return max(1, len(json.dumps(value)) // 4)
+
+
+def _chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+
+
+def _stream_events(step: dict[str, Any], body: dict[str, Any]) -> Iterator[dict[str, Any] | None]:
+    """The chunks of a streamed answer; ``None`` marks "drop the connection here"."""
+    cid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
+    model = str(body.get("model", "fake-model"))
+    yield _chunk(cid, model, {"role": "assistant", "content": ""})
+    sent = 0
+    text_parts = step.get("chunks") or (_words(step["text"]) if step.get("text") else [])
+    for part in text_parts:
+        if step.get("break_after") is not None and sent >= step["break_after"]:
+            yield None
+            return
+        yield _chunk(cid, model, {"content": part})
+        sent += 1
+    finish = step.get("finish_reason") or "stop"
+    if step["kind"] == "tool_calls":
+        finish = "tool_calls"
+        for index, call in enumerate(step["calls"]):
+            yield _chunk(
+                cid,
+                model,
+                {"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                 "function": {"name": call["name"], "arguments": ""}}]},
+            )
+            args = call["arguments"]
+            third = max(1, len(args) // 3)
+            for start in range(0, len(args), third):
+                yield _chunk(
+                    cid, model,
+                    {"tool_calls": [{"index": index, "function": {"arguments": args[start:start + third]}}]},
+                )
+    yield _chunk(cid, model, {}, finish)
+    if (body.get("stream_options") or {}).get("include_usage"):
+        usage = step.get("usage") or [_rough_tokens(body.get("messages")), max(1, sent)]
+        yield {
+            "id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model, "choices": [],
+            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
+                      "total_tokens": usage[0] + usage[1]},
+        }
+
+
+def _completion(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": step.get("text") or None}
+    finish = step.get("finish_reason") or "stop"
+    if step["kind"] == "tool_calls":
+        finish = "tool_calls"
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in step["calls"]
+        ]
+    usage = step.get("usage") or [_rough_tokens(body.get("messages")), _rough_tokens(message)]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
+                  "total_tokens": usage[0] + usage[1]},
+    }
+
+
+def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            pass
+
+        # -- helpers ---------------------------------------------------------------------------
+        def _read_json(self) -> Any:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                return json.loads(raw) if raw else None
+            except ValueError:
+                return raw.decode("utf-8", "replace")
+
+        def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+            data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _record(self, body: Any) -> None:
+            server._record(
+                RecordedRequest(
+                    method=self.command,
+                    path=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=body,
+                )
+            )
+
+        # -- routes ----------------------------------------------------------------------------
+        def do_GET(self) -> None:
+            if self.path == "/_control/requests":
+                self._send_json(200, [r.__dict__ for r in server.requests])
+                return
+            self._record(None)
+            if self.path.rstrip("/").endswith("/models"):
+                self._send_json(
+                    200,
+                    {"object": "list",
+                     "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in server.models]},
+                )
+            else:
+                self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+        def do_POST(self) -> None:
+            body = self._read_json()
+            if self.path.startswith("/_control/"):
+                self._control(body)
+                return
+            self._record(body)
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+                return
+            if not isinstance(body, dict):
+                self._send_json(400, {"error": {"message": "body must be JSON", "type": "invalid_request_error"}})
+                return
+            step = server._next_step()
+            kind = step["kind"]
+            if kind == "error":
+                self._send_json(step["status"], step["body"], step.get("headers"))
+            elif kind == "redirect":
+                self.send_response(step["status"])
+                self.send_header("Location", step["location"])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif kind == "hang":
+                server._stopping.wait(step.get("seconds"))
+                self.close_connection = True
+            elif body.get("stream"):
+                self._stream(step, body)
+            else:
+                self._send_json(200, _completion(step, body))
+
+        def _stream(self, step: dict[str, Any], body: dict[str, Any]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            delay = float(step.get("delay") or 0.0)
+            try:
+                first = True
+                for event in _stream_events(step, body):
+                    if event is None:  # simulate a dropped connection
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    if delay and not first and server._stopping.wait(delay):
+                        return
+                    first = False
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError, OSError):
+                pass  # the client went away (a stop, a timeout): fine
+
+        def _control(self, body: Any) -> None:
+            if self.path == "/_control/script" and isinstance(body, list):
+                for step in body:
+                    server._enqueue(step)
+                self._send_json(200, {"queued": len(body)})
+            elif self.path == "/_control/reset":
+                server.reset()
+                self._send_json(200, {"reset": True})
+            elif self.path == "/_control/default" and isinstance(body, dict):
+                server.default_reply = str(body.get("text", DEFAULT_REPLY))
+                self._send_json(200, {"default": server.default_reply})
+            else:
+                self._send_json(404, {"error": {"message": "unknown control"}})
+
+    return Handler
+
+
+# --- scripting a server in another process ------------------------------------------------------
+
+@dataclass
+class RemoteModelServer(_Scripting):
+    """Scripts a fake model server running as a subprocess (``python -m tests.support.model_server``)."""
+
+    base_url: str  # http://127.0.0.1:PORT/v1
+    _root: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._root = self.base_url.rsplit("/v1", 1)[0]
+
+    def _post(self, path: str, payload: Any) -> Any:
+        req = urllib.request.Request(
+            self._root + path, data=json.dumps(payload).encode(),
+            headers={"Content-Type": "application/json"}, method="POST",
+        )
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def _enqueue(self, step: dict[str, Any]) -> None:
+        self._post("/_control/script", [step])
+
+    def reset(self) -> None:
+        self._post("/_control/reset", {})
+
+    def set_default_reply(self, text: str) -> None:
+        self._post("/_control/default", {"text": text})
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with urllib.request.urlopen(self._root + "/_control/requests", timeout=10) as resp:
+            return [RecordedRequest(**item) for item in json.loads(resp.read())]
+
+
+# --- pytest fixture -----------------------------------------------------------------------------
+
+@pytest.fixture
+def model_server() -> Iterator[FakeModelServer]:
+    """A started fake model server for this test; ``.base_url`` goes into a profile."""
+    server = FakeModelServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible model server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = FakeModelServer(args.host, args.port)
+    print(f"READY {server.base_url}", flush=True)
+    try:
+        server._httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._httpd.server_close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
