@@ -1,0 +1,348 @@
+/* The chat: loading a conversation, the composer (Enter sends, Shift+Enter adds a line), the
+   model selector and the memory mode control, sending a turn and following it live, Stop,
+   and reopening a conversation whose turn is still running (TURN-1). */
+(function () {
+  "use strict";
+  const { api, items, el, toast } = window.chatmem;
+  const { feed, memory, sidebar, stream } = window.chatmem;
+  const layout = document.getElementById("layout");
+  const draft = document.getElementById("draft");
+  const composer = document.getElementById("composer");
+  const sendButton = document.getElementById("send");
+  const stopButton = document.getElementById("stop");
+  const modelSelect = document.getElementById("model-select");
+  const modeSelect = document.getElementById("mode-select");
+  const modeNote = document.getElementById("mode-note");
+  const title = document.getElementById("chat-title");
+  const tools = document.getElementById("chat-tools");
+  const pinButton = document.getElementById("pin-chat");
+  const folderSelect = document.getElementById("folder-select");
+  const errorBox = document.getElementById("chat-error");
+  const errorText = document.getElementById("chat-error-text");
+  const errorActions = document.getElementById("chat-error-actions");
+  const attachInput = document.getElementById("attach-file");
+  const attachments = document.getElementById("attachments");
+
+  const state = { conversation: null, profiles: [], run: null, follower: null, pendingFiles: [], newMode: "full" };
+
+  /* ---------- profiles and the model selector ---------- */
+  function profileById(id) { return state.profiles.find((p) => p.id === id) || null; }
+  function currentProfile() { return profileById(modelSelect.value); }
+
+  async function loadProfiles() {
+    try { state.profiles = items(await api("GET", "/api/v1/profiles"), "profiles"); }
+    catch (err) { toast(err.message); state.profiles = []; }
+    modelSelect.replaceChildren();
+    if (!state.profiles.length) {
+      modelSelect.append(el("option", { value: "", text: "No model yet" }));
+      modelSelect.disabled = true;
+      showError("Add a model profile to start chatting.", [["Add a model", () => location.assign("/profiles")]]);
+      return;
+    }
+    modelSelect.disabled = false;
+    for (const p of state.profiles) {
+      modelSelect.append(el("option", { value: p.id, text: p.name + (p.model && p.model !== p.name ? " · " + p.model : "") }));
+    }
+    document.dispatchEvent(new CustomEvent("chatmem:profiles", { detail: state.profiles }));
+  }
+
+  /* CTX-7: a stateless model always gets No memory; the control is disabled and says why. */
+  function applyProfile() {
+    const p = currentProfile();
+    const stateless = !!(p && p.stateless);
+    modeSelect.disabled = stateless;
+    modeNote.hidden = !stateless;
+    if (stateless) modeSelect.value = "off";
+    else modeSelect.value = state.conversation ? state.conversation.mode : state.newMode;
+    memory.setProfile(p);
+  }
+
+  modelSelect.addEventListener("change", async () => {
+    applyProfile();
+    if (!state.conversation) return;
+    try {
+      state.conversation = await api("PATCH", convPath(), { profile_id: modelSelect.value }) || state.conversation;
+      state.conversation.profile_id = modelSelect.value;
+      applyProfile();
+      memory.refresh();
+    } catch (err) { toast(err.message); }
+  });
+
+  modeSelect.addEventListener("change", async () => {
+    if (!state.conversation) { state.newMode = modeSelect.value; return; }
+    try {
+      const updated = await api("PATCH", convPath(), { mode: modeSelect.value });
+      state.conversation = Object.assign(state.conversation, updated || {}, { mode: modeSelect.value });
+      memory.refresh();
+    } catch (err) { toast(err.message); applyProfile(); }
+  });
+
+  /* ---------- the conversation ---------- */
+  function convPath(suffix) { return "/api/v1/conversations/" + state.conversation.id + (suffix || ""); }
+
+  function showConversation(c) {
+    state.conversation = c;
+    title.textContent = c.title || "Untitled";
+    document.title = (c.title || "Untitled") + " · chatmem";
+    tools.hidden = false;
+    pinButton.setAttribute("aria-pressed", String(!!c.pinned));
+    pinButton.textContent = c.pinned ? "Unpin" : "Pin";
+    folderSelect.value = c.folder_id || c.folder || "";
+    document.getElementById("export-chat").href = "/api/v1/export?conversation_id=" + encodeURIComponent(c.id);
+    if (c.profile_id && profileById(c.profile_id)) modelSelect.value = c.profile_id;
+    applyProfile();
+    feed.setConversation(c.id);
+    sidebar.markCurrent(c.id);
+  }
+
+  async function loadMessages() {
+    const body = await api("GET", convPath("/messages"));
+    const messages = items(body, "messages");
+    const summary = body && !Array.isArray(body) ? (body.summary || (Array.isArray(body.summaries) ? body.summaries[body.summaries.length - 1] : null)) : null;
+    feed.setMessages(messages, summary);
+    return body;
+  }
+
+  function activeRunId(c, body) {
+    const pick = (o) => o && (o.active_run_id || (o.active_run && (o.active_run.id || o.active_run.run_id)) || (o.run && o.run.status === "running" && (o.run.id || o.run.run_id)));
+    return pick(c) || pick(body) || null;
+  }
+
+  async function openConversation(id) {
+    hideError();
+    let c;
+    try { c = await api("GET", "/api/v1/conversations/" + encodeURIComponent(id)); }
+    catch (err) {
+      title.textContent = err.status === 404 ? "Conversation not found" : "Could not open the conversation";
+      tools.hidden = true;
+      return;
+    }
+    showConversation(c);
+    let body = null;
+    try { body = await loadMessages(); } catch (err) { toast(err.message); }
+    memory.setConversation(c.id);
+    const runId = activeRunId(c, body) || await findRunningRun(c.id);
+    if (runId) follow(runId, true);
+  }
+
+  async function findRunningRun(conversationId) {
+    // Servers that do not put the active run on the conversation list runs per conversation.
+    try {
+      const body = await api("GET", "/api/v1/conversations/" + conversationId + "/runs?status=running");
+      const run = items(body, "runs").find((r) => r.status === "running");
+      return run ? (run.id || run.run_id) : null;
+    } catch (_) { return null; }
+  }
+
+  async function ensureConversation(firstText) {
+    if (state.conversation) return state.conversation;
+    const body = { title: firstText.split("\n")[0].slice(0, 80), mode: modeSelect.value };
+    if (modelSelect.value) body.profile_id = modelSelect.value;
+    const c = await api("POST", "/api/v1/conversations", body);
+    history.replaceState(null, "", "/c/" + c.id);
+    layout.dataset.conversationId = c.id;
+    showConversation(c);
+    memory.setConversation(c.id);
+    sidebar.reload();
+    return c;
+  }
+
+  /* ---------- sending and following a turn ---------- */
+  function setRunning(running) {
+    sendButton.hidden = running;
+    stopButton.hidden = !running;
+    draft.setAttribute("aria-busy", String(running));
+  }
+
+  function newKey() {
+    return (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random().toString(16).slice(2));
+  }
+
+  async function send() {
+    const text = draft.value;
+    if (!text.trim() || state.run) return;
+    hideError();
+    if (!modelSelect.value) { showError("Add a model profile to start chatting.", [["Add a model", () => location.assign("/profiles")]]); return; }
+    sendButton.disabled = true;
+    try {
+      await ensureConversation(text);
+      const fileIds = state.pendingFiles.map((f) => f.id);
+      const started = await api("POST", convPath("/turns"), { content: text, file_ids: fileIds, idempotency_key: newKey() });
+      draft.value = "";
+      state.pendingFiles = [];
+      renderAttachments();
+      memory.setDraft("");
+      feed.appendLocal("user", text);
+      follow(started.run_id || started.id, false);
+    } catch (err) {
+      handleTurnError(err);
+    } finally {
+      sendButton.disabled = false;
+    }
+  }
+
+  function follow(runId, reopening) {
+    state.run = runId;
+    setRunning(true);
+    const live = feed.startStream();
+    if (reopening) live.addNote("Answering…", "muted small live-note");
+    state.follower = stream.followRun(runId, {
+      delta(data) {
+        const note = live.node().querySelector(".live-note");
+        if (note) note.remove();
+        live.appendText(stream.deltaText(data));
+      },
+      tool_call(data) { live.addToolCall(data.tool_call || data); },
+      tool_result(data) { live.addToolResult(data); },
+      compaction() { /* the marker comes with the refreshed plan below */ },
+      done(data) { live.finish(); finishRun(data); },
+      error(data) { live.finish(); finishRun(data); showRunError(data); },
+    });
+  }
+
+  async function finishRun(data) {
+    state.run = null; state.follower = null;
+    setRunning(false);
+    if (!state.conversation) return;
+    try {
+      const c = await api("GET", convPath());
+      showConversation(c);
+      await loadMessages();
+    } catch (_) { /* keep what is on screen */ }
+    await memory.refresh();
+    sidebar.reload();
+    if (data && data.status === "stopped") toast("Stopped. What was completed is kept.");
+  }
+
+  stopButton.addEventListener("click", async () => {
+    if (!state.run) return;
+    stopButton.disabled = true;
+    try { await api("POST", "/api/v1/runs/" + state.run + "/stop"); }
+    catch (err) { toast(err.message); }
+    finally { stopButton.disabled = false; }
+  });
+
+  /* ---------- errors with their ways out (CTX-19) ---------- */
+  function hideError() { errorBox.hidden = true; errorActions.replaceChildren(); }
+
+  function showError(message, actions) {
+    errorText.textContent = message;
+    errorActions.replaceChildren();
+    for (const [label, fn] of actions || []) errorActions.append(el("button", { type: "button", text: label, onclick: fn }));
+    errorBox.hidden = false;
+  }
+
+  function doesNotFit() {
+    showError("The message does not fit in the model's memory. Compress the memory, remove files, or start a new chat.", [
+      ["Compress now", () => memory.open("compress")],
+      ["Remove files", () => memory.open("files")],
+      ["Start a new chat", () => location.assign("/")],
+    ]);
+  }
+
+  function providerTooLong() {
+    showError("The request was too large for the model's context window. Switch to Economy memory, exclude question–answer pairs you do not need, or choose a model with a larger window.", [
+      ["Switch to Economy", () => { modeSelect.value = "economy"; modeSelect.dispatchEvent(new Event("change")); hideError(); }],
+      ["Exclude pairs", () => { hideError(); toast("Use “Exclude from memory” on the questions you no longer need."); }],
+      ["Choose another model", () => { hideError(); modelSelect.focus(); }],
+    ]);
+  }
+
+  function handleTurnError(err) {
+    if (err.code === "does_not_fit") doesNotFit();
+    else if (err.code === "context_length_exceeded") providerTooLong();
+    else if (err.code === "turn_running") showError("A turn is already running in this chat.", []);
+    else showError(err.message, []);
+  }
+
+  function showRunError(data) {
+    const code = data && (data.code || (data.error && data.error.code));
+    const message = (data && (data.message || (data.error && data.error.message))) || "The model answered with an error.";
+    if (code === "does_not_fit") doesNotFit();
+    else if (code === "context_length_exceeded") providerTooLong();
+    else showError(message, []);
+  }
+
+  /* ---------- composer ---------- */
+  draft.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  });
+  draft.addEventListener("input", () => memory.setDraft(draft.value));
+  composer.addEventListener("submit", (event) => { event.preventDefault(); send(); });
+
+  function renderAttachments() {
+    attachments.replaceChildren();
+    for (const f of state.pendingFiles) {
+      attachments.append(el("span", { class: "chip" }, [f.name + " · " + window.chatmem.fmtTokens(f.tokens ?? f.tokens_estimate ?? 0) + " tokens"]));
+    }
+    attachments.hidden = state.pendingFiles.length === 0;
+  }
+
+  attachInput.addEventListener("change", async () => {
+    const files = Array.from(attachInput.files || []);
+    attachInput.value = "";
+    if (!files.length) return;
+    try {
+      await ensureConversation(files[0].name);
+      for (const file of files) {
+        const form = new FormData();
+        form.append("file", file, file.name);
+        const stored = await api("POST", convPath("/files"), form);
+        state.pendingFiles.push(Object.assign({ name: file.name }, stored || {}));
+      }
+      renderAttachments();
+      await memory.loadFiles();
+      memory.refresh();
+    } catch (err) { handleTurnError(err); }
+  });
+
+  /* ---------- header actions ---------- */
+  document.getElementById("new-chat").addEventListener("click", () => location.assign("/"));
+  document.getElementById("rename-chat").addEventListener("click", async () => {
+    const name = prompt("Title", state.conversation.title || "");
+    if (name === null) return;
+    try { showConversation(Object.assign(state.conversation, await api("PATCH", convPath(), { title: name.trim() }) || {}, { title: name.trim() })); sidebar.reload(); }
+    catch (err) { toast(err.message); }
+  });
+  pinButton.addEventListener("click", async () => {
+    const pinned = !state.conversation.pinned;
+    try { showConversation(Object.assign(state.conversation, await api("PATCH", convPath(), { pinned }) || {}, { pinned })); sidebar.reload(); }
+    catch (err) { toast(err.message); }
+  });
+  folderSelect.addEventListener("change", async () => {
+    const folder_id = folderSelect.value || null;
+    try { await api("PATCH", convPath(), { folder_id }); state.conversation.folder_id = folder_id; sidebar.reload(); }
+    catch (err) { toast(err.message); }
+  });
+  document.addEventListener("chatmem:folders", (event) => {
+    const keep = folderSelect.value;
+    folderSelect.replaceChildren(el("option", { value: "", text: "No folder" }));
+    for (const f of event.detail) folderSelect.append(el("option", { value: f.id, text: f.name }));
+    folderSelect.value = (state.conversation && (state.conversation.folder_id || "")) || keep;
+  });
+  document.getElementById("archive-chat").addEventListener("click", async () => {
+    try { await api("POST", convPath("/archive")); location.assign("/"); }
+    catch (err) { toast(err.message); }
+  });
+  document.getElementById("delete-chat").addEventListener("click", async () => {
+    if (!confirm("Delete this conversation permanently?")) return;
+    try { await api("DELETE", convPath()); location.assign("/"); }
+    catch (err) { toast(err.message); }
+  });
+
+  document.addEventListener("chatmem:changed", () => memory.refresh());
+  document.addEventListener("chatmem:compacted", async () => { try { await loadMessages(); } catch (_) { /* shown on next open */ } });
+
+  /* ---------- start ---------- */
+  (async function start() {
+    await loadProfiles();
+    const id = layout.dataset.conversationId;
+    if (id) await openConversation(id);
+    else { applyProfile(); memory.setConversation(""); draft.focus(); }
+  })();
+
+  window.chatmem.chat = { state, send };
+})();

@@ -1,0 +1,119 @@
+/* Model profiles.  The API key field is write-only: the server never returns a key, only
+   whether one is set (PROF-2), so the form shows "Key set" and sends a key only when typed. */
+(function () {
+  "use strict";
+  const { api, items, el, fmtTokens, toast } = window.chatmem;
+  const list = document.getElementById("profile-list");
+  const empty = document.getElementById("profiles-empty");
+  const form = document.getElementById("profile-form");
+  const error = document.getElementById("profile-error");
+  const $ = (id) => document.getElementById(id);
+  let profiles = [];
+
+  function priceIn(p) { return p.price_input ?? p.input_price ?? (p.prices && p.prices.input) ?? null; }
+  function priceOut(p) { return p.price_output ?? p.output_price ?? (p.prices && p.prices.output) ?? null; }
+  function isFree(p) { return !!(p.free ?? (p.prices && p.prices.free)); }
+
+  function render() {
+    list.replaceChildren();
+    for (const p of profiles) {
+      const result = el("span", { class: "test-result small", role: "status" });
+      const testButton = el("button", { type: "button", text: "Test connection" });
+      testButton.addEventListener("click", () => test(p, testButton, result));
+      list.append(el("li", { "data-id": p.id }, [
+        el("span", { class: "profile-name", text: p.name }),
+        el("span", { class: "muted small", text: p.model + " · " + fmtTokens(p.context_window) + " tokens" + (p.stateless ? " · stateless" : "") + (isFree(p) ? " · free" : "") }),
+        el("span", { class: "badge key-state", text: p.has_api_key ? "Key set" : "No key" }),
+        el("span", { class: "spacer" }),
+        testButton,
+        el("button", { type: "button", text: "Edit", onclick: () => edit(p) }),
+        el("button", { type: "button", class: "danger", text: "Delete", onclick: () => remove(p) }),
+        result,
+      ]));
+    }
+    empty.hidden = profiles.length > 0;
+  }
+
+  async function load() {
+    try { profiles = items(await api("GET", "/api/v1/profiles"), "profiles"); }
+    catch (err) { toast(err.message); profiles = []; }
+    render();
+  }
+
+  async function test(p, button, result) {
+    button.disabled = true;
+    result.className = "test-result small";
+    result.textContent = "Testing…";
+    try {
+      const body = await api("POST", "/api/v1/profiles/" + p.id + "/test");
+      const ok = !body || body.ok !== false;
+      result.textContent = ok ? "Connection works" + (body && body.latency_ms ? " (" + Math.round(body.latency_ms) + " ms)" : "") : "Failed: " + (body.message || body.error || "no answer");
+      result.classList.add(ok ? "ok" : "fail");
+    } catch (err) {
+      result.textContent = "Failed: " + err.message;
+      result.classList.add("fail");
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  function edit(p) {
+    form.hidden = false;
+    error.hidden = true;
+    $("profile-form-title").textContent = p ? "Edit " + p.name : "Add a model";
+    $("pf-id").value = p ? p.id : "";
+    $("pf-name").value = p ? p.name : "";
+    $("pf-base-url").value = p ? p.base_url : "";
+    $("pf-model").value = p ? p.model : "";
+    $("pf-api-key").value = "";
+    $("pf-api-key").placeholder = p && p.has_api_key ? "Key set — type to replace" : "Optional";
+    $("pf-key-state").textContent = p && p.has_api_key ? "Key set" : "No key set";
+    $("pf-window").value = p ? p.context_window : 32768;
+    $("pf-reserve").value = p && p.answer_reserve != null ? p.answer_reserve : "";
+    $("pf-tokenizer").value = (p && p.tokenizer) || "estimate";
+    $("pf-price-in").value = p && priceIn(p) != null ? priceIn(p) : "";
+    $("pf-price-out").value = p && priceOut(p) != null ? priceOut(p) : "";
+    $("pf-free").checked = !!(p && isFree(p));
+    $("pf-stateless").checked = !!(p && p.stateless);
+    $("pf-name").focus();
+  }
+
+  async function remove(p) {
+    if (!confirm("Delete the model profile “" + p.name + "”?")) return;
+    try { await api("DELETE", "/api/v1/profiles/" + p.id); await load(); }
+    catch (err) { toast(err.message); }
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    error.hidden = true;
+    const id = $("pf-id").value;
+    const body = {
+      name: $("pf-name").value.trim(),
+      base_url: $("pf-base-url").value.trim(),
+      model: $("pf-model").value.trim(),
+      context_window: Number($("pf-window").value),
+      tokenizer: $("pf-tokenizer").value,
+      stateless: $("pf-stateless").checked,
+      free: $("pf-free").checked,
+    };
+    if ($("pf-reserve").value !== "") body.answer_reserve = Number($("pf-reserve").value);
+    if ($("pf-price-in").value !== "") body.price_input = Number($("pf-price-in").value);
+    if ($("pf-price-out").value !== "") body.price_output = Number($("pf-price-out").value);
+    const key = $("pf-api-key").value;
+    if (key) body.api_key = key;
+    try {
+      await api(id ? "PATCH" : "POST", "/api/v1/profiles" + (id ? "/" + id : ""), body);
+      $("pf-api-key").value = ""; // never keep a key in the page longer than needed
+      form.hidden = true;
+      await load();
+    } catch (err) {
+      error.textContent = err.message;
+      error.hidden = false;
+    }
+  });
+
+  $("add-profile").addEventListener("click", () => edit(null));
+  $("pf-cancel").addEventListener("click", () => { $("pf-api-key").value = ""; form.hidden = true; });
+  load();
+})();

@@ -1,0 +1,92 @@
+"""HTML pages of the browser UI.
+
+Each page is a server-rendered shell carrying all of its fixed wording; the data (the
+conversation list, messages, the memory plan …) is fetched by the page's JS from the JSON API
+so the UI never has a private back door.  A visitor without a session gets the sign-in page:
+``/`` renders it in place, deeper pages redirect to ``/?next=…`` so the link survives sign-in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from chatmem import __version__
+from chatmem.web.ui.session import Viewer, viewer_of
+
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+
+
+def _static_url(name: str) -> str:
+    """``/static/name?v=…`` so a new release is never served a stale cached script."""
+    path = STATIC_DIR / name
+    stamp = int(path.stat().st_mtime) if path.exists() else 0
+    return f"/static/{name}?v={__version__}.{stamp}"
+
+
+templates.env.globals["static"] = _static_url
+
+router = APIRouter(include_in_schema=False)
+
+
+def _page(request: Request, template: str, viewer: Viewer | None, **context: Any) -> Response:
+    return templates.TemplateResponse(
+        request, template, {"viewer": viewer, "page": template.removesuffix(".html"), **context}
+    )
+
+
+def _sign_in(request: Request, next_path: str = "/") -> Response:
+    return _page(request, "signin.html", None, next_path=next_path)
+
+
+def _signed_in_page(request: Request, template: str, **context: Any) -> Response:
+    viewer = viewer_of(request)
+    if viewer is None:
+        return RedirectResponse(f"/?next={quote(request.url.path)}", status_code=303)
+    return _page(request, template, viewer, **context)
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request, next: str = "/") -> Response:
+    viewer = viewer_of(request)
+    # Only same-site paths are followed after sign-in (no open redirect).
+    safe_next = next if next.startswith("/") and not next.startswith("//") else "/"
+    if viewer is None:
+        return _sign_in(request, safe_next)
+    if safe_next != "/":
+        return RedirectResponse(safe_next, status_code=303)
+    return _page(request, "chat.html", viewer, conversation_id="")
+
+
+@router.get("/signin", response_class=HTMLResponse)
+def signin(request: Request, next: str = "/") -> Response:
+    safe_next = next if next.startswith("/") and not next.startswith("//") else "/"
+    return _sign_in(request, safe_next)
+
+
+@router.get("/c/{conversation_id}", response_class=HTMLResponse)
+def conversation(request: Request, conversation_id: str) -> Response:
+    return _signed_in_page(request, "chat.html", conversation_id=conversation_id)
+
+
+@router.get("/profiles", response_class=HTMLResponse)
+def profiles(request: Request) -> Response:
+    return _signed_in_page(request, "profiles.html")
+
+
+@router.get("/archive", response_class=HTMLResponse)
+def archive(request: Request) -> Response:
+    return _signed_in_page(request, "archive.html", archive_id="")
+
+
+@router.get("/archive/{archive_id}", response_class=HTMLResponse)
+def archived_conversation(request: Request, archive_id: str) -> Response:
+    return _signed_in_page(request, "archive.html", archive_id=archive_id)
