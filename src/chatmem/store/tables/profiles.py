@@ -1,0 +1,62 @@
+"""Model profiles (PROF-1) and MCP servers (TURN-4): the rows that hold encrypted secrets.
+
+Secrets are AES-GCM ciphertexts bound to their row (``chatmem.models.secrets``): an API key
+copied onto another profile's row does not decrypt.  A profile belongs to its creator
+(``user_id``); an admin's profile with ``shared`` set is visible to everyone.  ``user_id`` is
+nullable so a shared profile survives its creator's account.  ``summarizer_profile_id`` is a
+plain column (a profile may name any profile visible to its owner; deletion clears it).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from chatmem.store.base import Base
+from chatmem.store.types import UTCDateTime, new_id, utcnow
+
+CONTEXT_WINDOW_MIN = 8_192
+CONTEXT_WINDOW_MAX = 1_000_000
+CONTEXT_WINDOW_DEFAULT = 32_768
+ANSWER_RESERVE_DEFAULT = 4_096
+TOKENIZERS = ("estimate", "o200k_base", "cl100k_base")
+
+
+class ModelProfile(Base):
+    __tablename__ = "profiles"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    user_id: Mapped[str | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    shared: Mapped[bool] = mapped_column(Boolean, default=False)
+    name: Mapped[str] = mapped_column(String(200))
+    base_url: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(200))
+    api_key_ciphertext: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    context_window: Mapped[int] = mapped_column(Integer, default=CONTEXT_WINDOW_DEFAULT)
+    answer_reserve: Mapped[int] = mapped_column(Integer, default=ANSWER_RESERVE_DEFAULT)
+    tokenizer: Mapped[str] = mapped_column(String(20), default="estimate")
+    input_price_per_mtok: Mapped[float | None] = mapped_column(Float, nullable=True)
+    output_price_per_mtok: Mapped[float | None] = mapped_column(Float, nullable=True)
+    free: Mapped[bool] = mapped_column(Boolean, default=False)
+    stateless: Mapped[bool] = mapped_column(Boolean, default=False)
+    summarizer_profile_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class McpServer(Base):
+    """An MCP server configured by an administrator.  Headers (e.g. a bearer token) are one
+    encrypted JSON object, never returned by the API."""
+
+    __tablename__ = "mcp_servers"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    url: Mapped[str] = mapped_column(Text)
+    headers_ciphertext: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
