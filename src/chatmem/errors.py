@@ -15,6 +15,7 @@ Hierarchy::
     │   ├── CompactionRunning         compaction_running
     │   └── NothingToCompress         nothing_to_compress
     ├── InsufficientCredits           insufficient_credits
+    ├── ArchiveDamaged                archive_damaged  (an archive failed its hash check)
     ├── ConfigurationError            configuration_error   (refuse to start)
     └── ProviderError                 provider_error   (the model API failed)
         ├── ProviderContextLength     context_length_exceeded
@@ -112,6 +113,13 @@ class InsufficientCredits(ChatmemError):
 
     def __init__(self, message: str = "Not enough credits to compress the memory") -> None:
         super().__init__(message)
+
+
+class ArchiveDamaged(ChatmemError):
+    """An archived conversation's stored copy is missing or fails its hash check (ARCH-2):
+    nothing was changed, the archive record is kept for an operator to inspect."""
+
+    code = "archive_damaged"
 
 
 class ConfigurationError(ChatmemError):

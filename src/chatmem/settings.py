@@ -63,6 +63,14 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024, description="Largest accepted JSON request body, in bytes."
     )
+    archive_storage: Literal["auto", "file", "database"] = Field(
+        default="auto",
+        description=(
+            "Where archived conversations (.json.zst) live: file (STATE_DIR/archive, must be a "
+            "shared volume for replicas), database (a blob row), or auto (database on "
+            "PostgreSQL, file on SQLite)."
+        ),
+    )
     max_import_bytes: int = Field(
         default=1024 * 1024 * 1024, description="Largest accepted upload for POST /api/v1/import, in bytes."
     )
