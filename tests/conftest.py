@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 # Fixture modules shared by the whole suite (each lives in tests/support/).
-pytest_plugins = ["tests.support.model_server"]
+pytest_plugins = ["tests.support.model_server", "tests.support.app"]
 
 
 def services_required() -> bool:

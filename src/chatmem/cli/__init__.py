@@ -28,6 +28,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "serve",
     "context",
+    "accounts",
 ]
 
 

@@ -13,17 +13,31 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from chatmem import __version__
+from chatmem.models.secrets import check_env_key, load_key
+from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
+from chatmem.store.startup import open_database
 from chatmem.web.api import build_api_router
+from chatmem.web.body_limit import BodyLimitMiddleware
 from chatmem.web.errors import install_error_handlers
+from chatmem.web.ui import install_ui
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    # Refuse to build an app on a malformed CHATMEM_ENCRYPTION_KEY / allow-list (PROF-3, PROF-4).
+    check_env_key(settings.encryption_key)
+    endpoint_policy = EndpointPolicy.from_settings(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        db = open_database(settings)
+        app.state.db = db
+        try:
+            app.state.secrets = load_key(settings.state_dir, settings.encryption_key)
+            yield
+        finally:
+            db.dispose()
 
     app = FastAPI(
         title="chatmem",
@@ -34,6 +48,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.endpoint_policy = endpoint_policy
     install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, settings=settings)
     app.include_router(build_api_router())
+    install_ui(app)
     return app

@@ -9,6 +9,11 @@ from fastapi import APIRouter
 # Each module in routes/ exposes ``router``.  Listed here so the order in /openapi.json is stable.
 ROUTE_MODULES = [
     "health",
+    "auth",
+    "folders",
+    "conversations",
+    "messages",
+    "files",
 ]
 
 

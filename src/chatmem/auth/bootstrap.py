@@ -1,0 +1,35 @@
+"""First start: create an administrator and hand out a one-time sign-in link.
+
+When the database has no user at all, an admin named ``admin`` (no password) is created and a
+sign-in link is printed.  While that admin has never signed in, every start prints a fresh
+link, so a lost or expired link is never a dead end.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from chatmem.settings import Settings
+from chatmem.store import accounts
+from chatmem.store.db import Database
+from chatmem.store.tables.accounts import User
+
+FIRST_ADMIN = "admin"
+
+
+def signin_url(settings: Settings, token: str) -> str:
+    return f"{settings.base_url()}/auth/link/{token}"
+
+
+def first_start(db: Database, settings: Settings) -> str | None:
+    """Returns the sign-in URL to print, or None when somebody already signed in."""
+    with db.session() as session:
+        if accounts.count_users(session) == 0:
+            admin = accounts.create_user(session, FIRST_ADMIN, is_admin=True)
+        else:
+            admin = session.scalars(
+                select(User).where(User.name == FIRST_ADMIN, User.is_admin.is_(True))
+            ).first()
+            if admin is None or not accounts.signin_link_pending(session, admin):
+                return None
+        return signin_url(settings, accounts.create_signin_link(session, admin))

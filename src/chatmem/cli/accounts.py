@@ -1,0 +1,72 @@
+"""``chatmem user add`` and ``chatmem token create``: accounts from the command line.
+
+Both open the database named by the settings (migrating it first, as the server does), so
+they work before the server ever ran.  ``token create`` prints the token alone on stdout — it
+is shown once and stored only as a digest — so scripts can capture it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from chatmem.errors import InvalidInput
+from chatmem.settings import Settings
+from chatmem.store import accounts
+from chatmem.store.db import Database
+
+
+def _database() -> Database:
+    settings = Settings()
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    db = Database.from_settings(settings)
+    db.migrate()
+    return db
+
+
+def _read_password(from_stdin: bool) -> str:
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    if not password:
+        raise InvalidInput("The password must not be empty.")
+    return password
+
+
+def register(app: typer.Typer) -> None:
+    user_app = typer.Typer(help="Manage user accounts.", no_args_is_help=True)
+    token_app = typer.Typer(help="Manage API tokens.", no_args_is_help=True)
+    app.add_typer(user_app, name="user")
+    app.add_typer(token_app, name="token")
+
+    @user_app.command("add")
+    def user_add(
+        name: str = typer.Argument(..., help="The new user's name."),
+        admin: bool = typer.Option(False, "--admin", help="Make the user an administrator."),
+        password_stdin: bool = typer.Option(
+            False, "--password-stdin", help="Read the password from the first line of stdin."
+        ),
+    ) -> None:
+        """Create a user (the password is prompted for, or read from stdin)."""
+        password = _read_password(password_stdin)
+        db = _database()
+        try:
+            with db.session() as session:
+                accounts.create_user(session, name, password=password, is_admin=admin)
+        finally:
+            db.dispose()
+        typer.echo(f"Created {'administrator' if admin else 'user'} {name}.", err=True)
+
+    @token_app.command("create")
+    def token_create(name: str = typer.Argument(..., help="The user the token acts as.")) -> None:
+        """Print a new API token for a user on stdout (shown once)."""
+        db = _database()
+        try:
+            with db.session() as session:
+                user = accounts.require_user(session, name)
+                token = accounts.create_api_token(session, user, label="cli")
+        finally:
+            db.dispose()
+        typer.echo(token)

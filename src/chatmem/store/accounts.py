@@ -1,0 +1,182 @@
+"""Account repository: users, API tokens, browser sessions and one-time sign-in links.
+
+Functions take an open SQLAlchemy ``Session`` and never commit (the caller's unit of work
+does).  Plain-text secrets are returned exactly once, at creation; afterwards only digests
+exist (``chatmem.auth.secrets``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from chatmem.auth.secrets import digest, hash_password, new_secret, verify_password
+from chatmem.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from chatmem.store.tables.accounts import ApiToken, BrowserSession, SigninLink, User
+from chatmem.store.types import utcnow
+
+SESSION_TTL = timedelta(days=30)
+SIGNIN_LINK_TTL = timedelta(days=7)
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$")
+
+
+def check_name(name: str) -> str:
+    if not NAME_PATTERN.match(name):
+        raise InvalidInput(
+            "A user name is 1–100 letters, digits, '.', '_', '@' or '-', starting with a letter or digit."
+        )
+    return name
+
+
+def create_user(
+    session: Session, name: str, *, password: str | None = None, is_admin: bool = False
+) -> User:
+    check_name(name)
+    if password is not None and not password:
+        raise InvalidInput("The password must not be empty.")
+    if user_by_name(session, name) is not None:
+        raise Conflict(f"A user named {name!r} already exists.")
+    user = User(
+        name=name,
+        password_hash=hash_password(password) if password else None,
+        is_admin=is_admin,
+        evicted_conversations=0,
+        evicted_messages=0,
+    )
+    session.add(user)
+    session.flush()
+    return user
+
+
+def user_by_name(session: Session, name: str) -> User | None:
+    return session.scalars(select(User).where(User.name == name)).first()
+
+
+def require_user(session: Session, name: str) -> User:
+    user = user_by_name(session, name)
+    if user is None:
+        raise NotFound("user")
+    return user
+
+
+def count_users(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(User)) or 0
+
+
+def set_password(user: User, password: str) -> None:
+    if not password:
+        raise InvalidInput("The password must not be empty.")
+    user.password_hash = hash_password(password)
+
+
+def authenticate(session: Session, name: str, password: str) -> User:
+    """The user whose password this is, or :class:`Unauthorized` (same answer for both misses)."""
+    user = user_by_name(session, name)
+    if not verify_password(user.password_hash if user else None, password) or user is None:
+        raise Unauthorized("Wrong user name or password.")
+    return user
+
+
+# --- API tokens --------------------------------------------------------------------------
+
+
+def create_api_token(session: Session, user: User, label: str = "") -> str:
+    token = new_secret("cm_")
+    session.add(ApiToken(user_id=user.id, token_hash=digest(token), label=label[:200]))
+    session.flush()
+    return token
+
+
+def user_for_api_token(session: Session, token: str) -> User | None:
+    row = session.execute(
+        select(User)
+        .join(ApiToken, ApiToken.user_id == User.id)
+        .where(ApiToken.token_hash == digest(token))
+    ).first()
+    return row[0] if row else None
+
+
+# --- Browser sessions --------------------------------------------------------------------
+
+
+def open_browser_session(
+    session: Session, user: User, *, now: datetime | None = None
+) -> tuple[str, str]:
+    """Returns ``(session_token, csrf_token)``; both go to cookies, only digests are stored
+    for the first (the CSRF token is not a credential by itself)."""
+    now = now or utcnow()
+    token, csrf = new_secret(), new_secret()
+    session.add(
+        BrowserSession(
+            user_id=user.id,
+            token_hash=digest(token),
+            csrf_token=csrf,
+            created_at=now,
+            expires_at=now + SESSION_TTL,
+        )
+    )
+    session.flush()
+    return token, csrf
+
+
+def browser_session_for(
+    session: Session, token: str, *, now: datetime | None = None
+) -> BrowserSession | None:
+    row = session.scalars(
+        select(BrowserSession).where(BrowserSession.token_hash == digest(token))
+    ).first()
+    if row is None or row.expires_at <= (now or utcnow()):
+        return None
+    return row
+
+
+def close_browser_session(session: Session, token: str) -> None:
+    session.execute(delete(BrowserSession).where(BrowserSession.token_hash == digest(token)))
+
+
+# --- One-time sign-in links ----------------------------------------------------------------
+
+
+def create_signin_link(session: Session, user: User, *, now: datetime | None = None) -> str:
+    now = now or utcnow()
+    token = new_secret()
+    session.add(
+        SigninLink(
+            user_id=user.id,
+            token_hash=digest(token),
+            created_at=now,
+            expires_at=now + SIGNIN_LINK_TTL,
+        )
+    )
+    session.flush()
+    return token
+
+
+def redeem_signin_link(session: Session, token: str, *, now: datetime | None = None) -> User:
+    """Marks the link used and returns its user; a used, expired or unknown link is NotFound."""
+    now = now or utcnow()
+    link = session.scalars(
+        select(SigninLink).where(SigninLink.token_hash == digest(token)).with_for_update()
+    ).first()
+    if link is None or link.used_at is not None or link.expires_at <= now:
+        raise NotFound("sign-in link")
+    link.used_at = now
+    user = session.get(User, link.user_id)
+    if user is None:  # pragma: no cover - cascade deletes links with their user
+        raise NotFound("sign-in link")
+    return user
+
+
+def signin_link_pending(session: Session, user: User) -> bool:
+    """Whether the user has never signed in by any means (no password, no used link)."""
+    if user.password_hash:
+        return False
+    used = session.scalar(
+        select(func.count())
+        .select_from(SigninLink)
+        .where(SigninLink.user_id == user.id, SigninLink.used_at.is_not(None))
+    )
+    return not used

@@ -1,0 +1,246 @@
+"""Folder and conversation repository: ownership, create/change/delete, the paged list.
+
+Every lookup is scoped to its owner: :func:`owned_conversation` and :func:`owned_folder` answer
+a foreign id exactly like a missing one (``NotFound``, STORE-1).  Lists are keyset-paged in the
+order pinned first, then most recently active (index ``ix_conversations_list``), so page N
+costs the same as page 1 with tens of thousands of conversations (STORE-7).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Boolean, Select, String, func, literal, select, tuple_
+from sqlalchemy.orm import Session
+
+from chatmem.context.values import MODES
+from chatmem.errors import InvalidInput, NotFound
+from chatmem.store import quotas
+from chatmem.store.quotas import Limits
+from chatmem.store.search import matching_conversation_ids
+from chatmem.store.tables.accounts import User
+from chatmem.store.tables.conversations import Conversation, Folder, Message
+from chatmem.store.types import UTCDateTime, utcnow
+
+MAX_PAGE = 200
+DEFAULT_PAGE = 50
+
+
+# --- folders -----------------------------------------------------------------------------
+
+
+def owned_folder(session: Session, user: User, folder_id: str) -> Folder:
+    folder = session.get(Folder, folder_id)
+    if folder is None or folder.user_id != user.id:
+        raise NotFound("folder")
+    return folder
+
+
+def list_folders(session: Session, user: User) -> list[Folder]:
+    return list(
+        session.scalars(
+            select(Folder).where(Folder.user_id == user.id).order_by(Folder.name, Folder.id)
+        )
+    )
+
+
+def _folder_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise InvalidInput("A folder name is 1 to 200 characters.")
+    return name
+
+
+def create_folder(session: Session, user: User, name: str, limits: Limits) -> Folder:
+    quotas.check_folder_quota(session, user, limits)
+    folder = Folder(user_id=user.id, name=_folder_name(name), created_at=utcnow())
+    session.add(folder)
+    session.flush()
+    return folder
+
+
+def rename_folder(folder: Folder, name: str) -> None:
+    folder.name = _folder_name(name)
+
+
+def delete_folder(session: Session, folder: Folder) -> None:
+    """Deletes the folder; its conversations stay, without a folder (STORE-6: nothing else)."""
+    session.query(Conversation).filter(Conversation.folder_id == folder.id).update(
+        {Conversation.folder_id: None}, synchronize_session=False
+    )
+    session.delete(folder)
+    session.flush()
+
+
+# --- conversations ------------------------------------------------------------------------
+
+
+def owned_conversation(
+    session: Session, user: User, conversation_id: str, *, archived: bool = False
+) -> Conversation:
+    """The user's conversation; archived ones only when asked for (ARCH-1)."""
+    conversation = session.get(Conversation, conversation_id)
+    if (
+        conversation is None
+        or conversation.user_id != user.id
+        or (conversation.archived_at is not None and not archived)
+    ):
+        raise NotFound("conversation")
+    return conversation
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise InvalidInput(f"Unknown mode {mode!r}; use one of {', '.join(MODES)}.")
+    return mode
+
+
+def _title(title: str) -> str:
+    title = title.strip()
+    if len(title) > 500:
+        raise InvalidInput("A title is at most 500 characters.")
+    return title
+
+
+def create_conversation(
+    session: Session,
+    user: User,
+    limits: Limits,
+    *,
+    title: str = "",
+    folder_id: str | None = None,
+    pinned: bool = False,
+    mode: str = "full",
+    profile_id: str | None = None,
+    instructions: str = "",
+) -> Conversation:
+    if folder_id is not None:
+        owned_folder(session, user, folder_id)
+    now = utcnow()
+    conversation = Conversation(
+        user_id=user.id,
+        title=_title(title),
+        folder_id=folder_id,
+        pinned=pinned,
+        mode=check_mode(mode),
+        profile_id=profile_id,
+        instructions=instructions,
+        created_at=now,
+        updated_at=now,
+        last_active_at=now,
+    )
+    session.add(conversation)
+    session.flush()
+    quotas.enforce_conversation_quota(session, user, limits)
+    return conversation
+
+
+def update_conversation(
+    session: Session, user: User, conversation: Conversation, changes: dict[str, Any]
+) -> None:
+    """Applies a PATCH: only keys present in ``changes`` change (``None`` clears folder/profile)."""
+    if "title" in changes:
+        if changes["title"] is None:
+            raise InvalidInput("title: must be a string")
+        conversation.title = _title(changes["title"])
+    if "folder_id" in changes:
+        if changes["folder_id"] is not None:
+            owned_folder(session, user, changes["folder_id"])
+        conversation.folder_id = changes["folder_id"]
+    if "pinned" in changes:
+        if changes["pinned"] is None:
+            raise InvalidInput("pinned: must be a boolean")
+        conversation.pinned = bool(changes["pinned"])
+    if "mode" in changes:
+        if changes["mode"] is None:
+            raise InvalidInput("mode: must be a string")
+        conversation.mode = check_mode(changes["mode"])
+    if "profile_id" in changes:
+        conversation.profile_id = changes["profile_id"]
+    if "instructions" in changes:
+        conversation.instructions = changes["instructions"] or ""
+    conversation.updated_at = utcnow()
+    session.flush()
+
+
+def delete_conversation(session: Session, conversation: Conversation) -> None:
+    session.delete(conversation)
+    session.flush()
+
+
+def message_count(session: Session, conversation_id: str) -> int:
+    return session.scalar(
+        select(func.count()).select_from(Message).where(Message.conversation_id == conversation_id)
+    ) or 0
+
+
+# --- the paged list -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Conversation]
+    next_cursor: str | None
+
+
+def encode_cursor(conversation: Conversation) -> str:
+    raw = json.dumps(
+        [int(conversation.pinned), conversation.last_active_at.isoformat(), conversation.id]
+    )
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[bool, datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        pinned, when, cid = json.loads(raw)
+        return bool(pinned), datetime.fromisoformat(when), str(cid)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("cursor: malformed; pass back next_cursor unchanged") from exc
+
+
+def list_conversations(
+    session: Session,
+    user: User,
+    *,
+    limit: int = DEFAULT_PAGE,
+    cursor: str | None = None,
+    offset: int | None = None,
+    q: str | None = None,
+    folder_id: str | None = None,
+) -> Page:
+    """Unarchived conversations, pinned first, then most recently active; ``q`` matches the
+    title or any message's content (STORE-7)."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidInput(f"limit: between 1 and {MAX_PAGE}")
+    stmt: Select[tuple[Conversation]] = select(Conversation).where(
+        Conversation.user_id == user.id, Conversation.archived_at.is_(None)
+    )
+    if folder_id is not None:
+        owned_folder(session, user, folder_id)
+        stmt = stmt.where(Conversation.folder_id == folder_id)
+    if q is not None and q.strip():
+        stmt = stmt.where(matching_conversation_ids(session, q))
+    if cursor:
+        pinned, when, cid = decode_cursor(cursor)
+        stmt = stmt.where(
+            tuple_(Conversation.pinned, Conversation.last_active_at, Conversation.id)
+            < tuple_(
+                literal(pinned, Boolean()), literal(when, UTCDateTime()), literal(cid, String())
+            )
+        )
+    stmt = stmt.order_by(
+        Conversation.pinned.desc(), Conversation.last_active_at.desc(), Conversation.id.desc()
+    ).limit(limit + 1)
+    if offset:
+        if offset < 0:
+            raise InvalidInput("offset: must not be negative")
+        stmt = stmt.offset(offset)
+    rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return Page(rows, encode_cursor(rows[-1]) if more and rows else None)

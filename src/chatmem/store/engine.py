@@ -1,0 +1,270 @@
+"""From rows to the engine's values, loading only what a plan touches.
+
+:func:`load_engine_conversation` returns a :class:`chatmem.context.Conversation` whose
+``messages`` is a :class:`LazyMessages` sequence: its length comes from ``min(seq)``/``max(seq)``
+(two index probes) and items are fetched from the database in pages of
+:data:`PAGE_SIZE` on first access, so a plan that walks only the recent tail of a
+10,000-message conversation reads one or two pages, not the history.  It relies on the
+``seq`` invariant in :mod:`chatmem.store.messages` (contiguous but for a deleted prefix) and
+falls back to an explicit seq list if it ever finds a gap.  The sequence reads through the
+session it was given: plan while that session is open.
+
+Each message carries the cached token count for the profile's tokenizer (CTX-2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from chatmem.context.values import Conversation as EngineConversation
+from chatmem.context.values import File as EngineFile
+from chatmem.context.values import Message as EngineMessage
+from chatmem.context.values import Profile
+from chatmem.context.values import Summary as EngineSummary
+from chatmem.context.values import ToolCall
+from chatmem.store.tables.conversations import Conversation, File, Message, Summary
+from chatmem.store.tokens import column_for
+
+PAGE_SIZE = 256
+
+
+def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
+    """The engine profile for the conversation's model profile (PROF-1).
+
+    Resolved by the profiles room (``chatmem.models.profiles.engine_profile``) when it knows
+    the conversation's ``profile_id``; the default :class:`Profile` otherwise.
+    """
+    if conversation.profile_id is None:
+        return Profile()
+    try:
+        from chatmem.models.profiles import engine_profile  # type: ignore[attr-defined]
+    except ImportError:
+        return Profile()
+    found: Profile | None = engine_profile(session, conversation.user_id, conversation.profile_id)
+    return found or Profile()
+
+
+def _message_value(row: Any, tokens_column: str) -> EngineMessage:
+    return EngineMessage(
+        id=row.id,
+        role=row.role,
+        content=row.content,
+        tokens=getattr(row, tokens_column),
+        excluded=bool(row.excluded),
+        tool_calls=tuple(
+            ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments", "{}"))
+            for c in (row.tool_calls or ())
+        ),
+        tool_call_id=row.tool_call_id,
+    )
+
+
+class LazyMessages(Sequence[EngineMessage]):
+    """A read-only, page-cached view of one conversation's messages, oldest first."""
+
+    def __init__(
+        self, session: Session, conversation_id: str, tokens_column: str, page_size: int = PAGE_SIZE
+    ) -> None:
+        self._session = session
+        self._conversation_id = conversation_id
+        self._column = getattr(Message, tokens_column)
+        self._tokens_column = tokens_column
+        self._page_size = page_size
+        self._pages: dict[int, list[EngineMessage]] = {}
+        self._seqs: list[int] | None = None  # only after a gap was found
+        first, last = session.execute(
+            select(func.min(Message.seq), func.max(Message.seq)).where(
+                Message.conversation_id == conversation_id
+            )
+        ).one()
+        self._first = first or 1
+        self._length = 0 if first is None else last - first + 1
+        self.pages_loaded = 0
+
+    def __len__(self) -> int:
+        return self._length
+
+    def _columns(self) -> tuple[Any, ...]:
+        return (
+            Message.id,
+            Message.seq,
+            Message.role,
+            Message.content,
+            self._column,
+            Message.excluded,
+            Message.tool_calls,
+            Message.tool_call_id,
+        )
+
+    def _load_page(self, page: int) -> list[EngineMessage]:
+        start = page * self._page_size
+        stop = min(start + self._page_size, self._length)
+        stmt = select(*self._columns()).where(Message.conversation_id == self._conversation_id)
+        if self._seqs is None:
+            stmt = stmt.where(
+                Message.seq >= self._first + start, Message.seq < self._first + stop
+            )
+        else:
+            stmt = stmt.where(Message.seq.in_(self._seqs[start:stop]))
+        rows = self._session.execute(stmt.order_by(Message.seq)).all()
+        self.pages_loaded += 1
+        if len(rows) != stop - start and self._seqs is None:
+            self._use_explicit_seqs()
+            return self._load_page(page)
+        return [_message_value(r, self._tokens_column) for r in rows]
+
+    def _use_explicit_seqs(self) -> None:
+        self._seqs = list(
+            self._session.scalars(
+                select(Message.seq)
+                .where(Message.conversation_id == self._conversation_id)
+                .order_by(Message.seq)
+            )
+        )
+        self._length = len(self._seqs)
+        self._pages.clear()
+
+    def _page(self, page: int) -> list[EngineMessage]:
+        cached = self._pages.get(page)
+        if cached is None:
+            cached = self._pages[page] = self._load_page(page)
+        return cached
+
+    @overload
+    def __getitem__(self, index: int) -> EngineMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EngineMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> EngineMessage | list[EngineMessage]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        page, offset = divmod(index, self._page_size)
+        return self._page(page)[offset]
+
+    def __iter__(self) -> Iterator[EngineMessage]:
+        for i in range(self._length):
+            yield self[i]
+
+    def __reversed__(self) -> Iterator[EngineMessage]:
+        for i in range(self._length - 1, -1, -1):
+            yield self[i]
+
+    def position_of(self, message_id: str) -> int | None:
+        """Index of a message id, by one indexed lookup instead of a scan."""
+        seq = self._session.scalar(
+            select(Message.seq).where(
+                Message.id == message_id, Message.conversation_id == self._conversation_id
+            )
+        )
+        if seq is None:
+            return None
+        if self._seqs is not None:
+            return self._seqs.index(seq)
+        return seq - self._first
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        if isinstance(value, EngineMessage):
+            found = self.position_of(value.id)
+            if found is not None and self[found] == value:
+                stop = self._length if stop is None else stop
+                if start <= found < stop:
+                    return found
+        raise ValueError("message not in conversation")
+
+
+def latest_summary(session: Session, conversation_id: str) -> Summary | None:
+    return session.scalars(
+        select(Summary)
+        .where(Summary.conversation_id == conversation_id)
+        .order_by(Summary.version.desc())
+        .limit(1)
+    ).first()
+
+
+def load_engine_conversation(
+    session: Session,
+    conversation_id: str,
+    *,
+    tokenizer: str = "estimate",
+    instructions: str | None = None,
+    tools: Sequence[dict[str, Any]] = (),
+) -> EngineConversation:
+    """The engine's view of a stored conversation, with counts for ``tokenizer``."""
+    column = column_for(tokenizer)
+    messages = LazyMessages(session, conversation_id, column)
+    summary_row = latest_summary(session, conversation_id)
+    summary = None
+    if summary_row is not None and messages.position_of(summary_row.through_message_id) is not None:
+        # A summary whose last covered message was evicted by the quota covers nothing left.
+        summary = EngineSummary(
+            text=summary_row.text,
+            through=summary_row.through_message_id,
+            version=summary_row.version,
+            focus=summary_row.focus,
+            tokens=getattr(summary_row, column),
+        )
+    files = [
+        EngineFile(
+            id=f.id,
+            name=f.name,
+            content=f.content,
+            message_id=f.message_id,
+            state=f.state,  # type: ignore[arg-type]
+            tokens=getattr(f, column),
+        )
+        for f in session.scalars(
+            select(File).where(File.conversation_id == conversation_id).order_by(File.created_at, File.id)
+        )
+    ]
+    if instructions is None:
+        instructions = session.scalar(
+            select(Conversation.instructions).where(Conversation.id == conversation_id)
+        ) or ""
+    return EngineConversation(
+        messages=messages, summary=summary, files=files, instructions=instructions, tools=tools
+    )
+
+
+def profile_visible(session: Session, user_id: str, profile_id: str) -> bool:
+    """Whether ``profile_id`` names a profile this user may use (their own or a shared one).
+
+    Reads the profiles room's ``profiles`` table generically (``user_id`` owner column and an
+    optional ``shared`` flag) so conversations can refuse a foreign profile id with
+    ``not_found`` (STORE-1).  Before that table exists no profile id is visible.
+    """
+    from chatmem.store.base import Base
+    from chatmem.store.tables import load_all
+
+    load_all()
+    table = Base.metadata.tables.get("profiles")
+    if table is None:
+        return False
+    row = session.execute(select(table).where(table.c.id == profile_id)).mappings().first()
+    if row is None:
+        return False
+    owner = row.get("user_id")
+    return owner == user_id or owner is None or bool(row.get("shared", False))
+
+
+def memory_status(
+    session: Session, conversation: Conversation
+) -> tuple[dict[str, str], dict[str, str], str]:
+    """CTX-14/CTX-16: each message's and file's status for the next request (empty draft),
+    plus the tokens column of the profile's tokenizer (for displaying counts)."""
+    from chatmem.context import plan
+
+    profile = engine_profile_for(session, conversation)
+    value = load_engine_conversation(
+        session, conversation.id, tokenizer=profile.tokenizer, instructions=conversation.instructions
+    )
+    result = plan(value, profile, mode=conversation.mode, draft="")
+    return dict(result.status), dict(result.files), column_for(profile.tokenizer)

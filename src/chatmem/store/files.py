@@ -1,0 +1,84 @@
+"""File repository (CTX-16): text files attached to a conversation, with token counts and a
+state (``auto`` follows its message in and out of memory, ``pinned`` is always sent,
+``excluded`` never).  Ownership goes through the conversation."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from chatmem.errors import InvalidInput, NotFound
+from chatmem.store.tables.accounts import User
+from chatmem.store.tables.conversations import Conversation, File, Message
+from chatmem.store.tokens import counts_for_text
+from chatmem.store.types import utcnow
+
+FILE_STATES = ("auto", "pinned", "excluded")
+MAX_NAME = 500
+
+
+def check_state(state: str) -> str:
+    if state not in FILE_STATES:
+        raise InvalidInput(f"Unknown file state {state!r}; use one of {', '.join(FILE_STATES)}.")
+    return state
+
+
+def add_file(
+    session: Session,
+    conversation: Conversation,
+    name: str,
+    content: str,
+    *,
+    message_id: str | None = None,
+    state: str = "auto",
+) -> File:
+    name = name.strip()
+    if not name or len(name) > MAX_NAME:
+        raise InvalidInput(f"A file name is 1 to {MAX_NAME} characters.")
+    if "\x00" in content:
+        raise InvalidInput("Only text files can be attached.")
+    if message_id is not None:
+        found = session.scalar(
+            select(Message.id).where(
+                Message.id == message_id, Message.conversation_id == conversation.id
+            )
+        )
+        if found is None:
+            raise NotFound("message")
+    row = File(
+        conversation_id=conversation.id,
+        message_id=message_id,
+        name=name,
+        content=content,
+        state=check_state(state),
+        size=len(content.encode("utf-8")),
+        created_at=utcnow(),
+        **counts_for_text(content),
+    )
+    session.add(row)
+    conversation.updated_at = utcnow()
+    session.flush()
+    return row
+
+
+def owned_file(session: Session, user: User, file_id: str) -> File:
+    row = session.execute(
+        select(File)
+        .join(Conversation, Conversation.id == File.conversation_id)
+        .where(
+            File.id == file_id,
+            Conversation.user_id == user.id,
+            Conversation.archived_at.is_(None),
+        )
+    ).first()
+    if row is None:
+        raise NotFound("file")
+    return row[0]
+
+
+def conversation_files(session: Session, conversation_id: str) -> list[File]:
+    return list(
+        session.scalars(
+            select(File).where(File.conversation_id == conversation_id).order_by(File.created_at, File.id)
+        )
+    )

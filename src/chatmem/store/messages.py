@@ -1,0 +1,169 @@
+"""Message repository: append (with token counts and the message quota), history, exclusions.
+
+``seq`` numbers a conversation's messages 1, 2, 3 … with no gaps except a deleted prefix (the
+message quota removes the oldest messages; nothing else deletes single messages).  The engine
+loader (:mod:`chatmem.store.engine`) relies on that to address the tail by arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from chatmem.context.values import Message as EngineMessage
+from chatmem.context.values import ToolCall
+from chatmem.errors import InvalidInput, NotFound
+from chatmem.store import quotas
+from chatmem.store.quotas import UNLIMITED, Limits
+from chatmem.store.tables.accounts import User
+from chatmem.store.tables.conversations import Conversation, Message
+from chatmem.store.tokens import counts_for_message
+from chatmem.store.types import new_id, utcnow
+
+ROLES = ("user", "assistant", "system", "tool")
+
+
+def tool_calls_value(raw: Sequence[Any] | None) -> tuple[ToolCall, ...]:
+    """Normalises tool calls given as ``ToolCall``s or dicts (flat or OpenAI-nested)."""
+    calls: list[ToolCall] = []
+    for item in raw or ():
+        if isinstance(item, ToolCall):
+            calls.append(item)
+            continue
+        if not isinstance(item, dict):
+            raise InvalidInput("tool_calls: each item must be an object")
+        function = item.get("function") if isinstance(item.get("function"), dict) else item
+        name, arguments, call_id = function.get("name"), function.get("arguments", "{}"), item.get("id")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            raise InvalidInput("tool_calls: each call needs a string id and name")
+        if not isinstance(arguments, str):
+            raise InvalidInput("tool_calls: arguments must be a JSON string")
+        calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
+    return tuple(calls)
+
+
+def append_message(
+    session: Session,
+    conversation: Conversation,
+    role: str,
+    content: str,
+    *,
+    limits: Limits = UNLIMITED,
+    tool_calls: Sequence[ToolCall | dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    excluded: bool = False,
+    created_at: datetime | None = None,
+    meta: dict[str, Any] | None = None,
+    message_id: str | None = None,
+) -> Message:
+    """Stores one message at the end of the conversation and returns its row.
+
+    Token counts for every tokenizer are computed here, once (CTX-2).  The conversation
+    becomes the most recently active.  With a message quota the oldest messages of this
+    conversation are evicted and counted on the owner (STORE-4).
+    """
+    if role not in ROLES:
+        raise InvalidInput(f"Unknown role {role!r}; use one of {', '.join(ROLES)}.")
+    if not isinstance(content, str):
+        raise InvalidInput("content: must be a string")
+    if role == "tool" and not tool_call_id:
+        raise InvalidInput("A tool message needs the tool_call_id it answers.")
+    calls = tool_calls_value(tool_calls)
+    value = EngineMessage(
+        id=message_id or new_id(),
+        role=role,  # type: ignore[arg-type]
+        content=content,
+        tool_calls=calls,
+        tool_call_id=tool_call_id,
+    )
+    last = session.scalar(
+        select(func.max(Message.seq)).where(Message.conversation_id == conversation.id)
+    )
+    now = utcnow()
+    row = Message(
+        id=value.id,
+        conversation_id=conversation.id,
+        seq=(last or 0) + 1,
+        role=role,
+        content=content,
+        created_at=created_at or now,
+        tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls] or None,
+        tool_call_id=tool_call_id,
+        excluded=excluded,
+        meta=meta,
+        **counts_for_message(value),
+    )
+    session.add(row)
+    conversation.last_active_at = now
+    conversation.updated_at = now
+    session.flush()
+    if limits.messages is not None:
+        owner = session.get(User, conversation.user_id)
+        assert owner is not None
+        quotas.enforce_message_quota(session, owner, conversation.id, limits)
+    return row
+
+
+def history(
+    session: Session,
+    conversation_id: str,
+    *,
+    after_seq: int | None = None,
+    limit: int | None = None,
+) -> list[Message]:
+    stmt = select(Message).where(Message.conversation_id == conversation_id)
+    if after_seq is not None:
+        stmt = stmt.where(Message.seq > after_seq)
+    stmt = stmt.order_by(Message.seq)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return list(session.scalars(stmt))
+
+
+def message_in(session: Session, conversation: Conversation, message_id: str) -> Message:
+    row = session.scalars(
+        select(Message).where(Message.id == message_id, Message.conversation_id == conversation.id)
+    ).first()
+    if row is None:
+        raise NotFound("message")
+    return row
+
+
+def set_pair_excluded(
+    session: Session, conversation: Conversation, message_id: str, excluded: bool
+) -> list[str]:
+    """CTX-15: excludes (or includes) the question–answer pair containing ``message_id``:
+    the user message that opens it and everything up to the next user message.  Returns the
+    ids of the pair's messages."""
+    target = message_in(session, conversation, message_id)
+    start = session.scalar(
+        select(func.max(Message.seq)).where(
+            Message.conversation_id == conversation.id,
+            Message.role == "user",
+            Message.seq <= target.seq,
+        )
+    )
+    if start is None:
+        start = target.seq
+    end = session.scalar(
+        select(func.min(Message.seq)).where(
+            Message.conversation_id == conversation.id,
+            Message.role == "user",
+            Message.seq > target.seq,
+        )
+    )
+    bounds = [Message.conversation_id == conversation.id, Message.seq >= start]
+    if end is not None:
+        bounds.append(Message.seq < end)
+    session.execute(
+        update(Message).where(*bounds).values(excluded=excluded).execution_options(
+            synchronize_session="fetch"
+        )
+    )
+    conversation.updated_at = utcnow()
+    session.flush()
+    return list(session.scalars(select(Message.id).where(*bounds).order_by(Message.seq)))

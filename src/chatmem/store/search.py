@@ -1,0 +1,74 @@
+"""Full-text search over titles and message content (STORE-7), one query per dialect.
+
+SQLite uses the FTS5 index ``messages_fts`` (rowid = ``messages.num``); PostgreSQL the GIN
+index on ``to_tsvector('simple', content)``.  A query is reduced to its words and every word
+must match, the last one as a prefix (search-as-you-type).  Titles match as a
+case-insensitive substring.  The result is a WHERE clause for the conversation list, so
+search shares its paging, ordering and ownership scoping.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import ColumnElement, column, literal_column, or_, select, table, text
+from sqlalchemy.orm import Session
+
+from chatmem.store.tables.conversations import Conversation, Message
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_WORDS = 16
+# The FTS5 virtual table (created in revision 0001_core; not an ORM model).
+_FTS = table("messages_fts", column("rowid"))
+
+
+def words(query: str) -> list[str]:
+    return _WORD.findall(query)[:MAX_WORDS]
+
+
+def fts5_query(query: str) -> str | None:
+    """``foo bar`` → ``"foo" AND "bar"*`` (quoted, so FTS5 operators in input are inert)."""
+    found = words(query)
+    if not found:
+        return None
+    quoted = [f'"{w}"' for w in found]
+    quoted[-1] += "*"
+    return " AND ".join(quoted)
+
+
+def tsquery(query: str) -> str | None:
+    """``foo bar`` → ``foo & bar:*`` for ``to_tsquery('simple', …)``."""
+    found = [w.lower() for w in words(query)]
+    if not found:
+        return None
+    found[-1] += ":*"
+    return " & ".join(found)
+
+
+def _like_pattern(query: str) -> str:
+    escaped = query.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def matching_conversation_ids(session: Session, query: str) -> ColumnElement[bool]:
+    """A condition on ``Conversation``: the title contains ``query`` or a message matches it."""
+    title = Conversation.title.ilike(_like_pattern(query), escape="\\")
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        match = fts5_query(query)
+        if match is None:
+            return title
+        hits = (
+            select(Message.conversation_id)
+            .join(_FTS, _FTS.c.rowid == Message.num)
+            .where(literal_column("messages_fts").op("MATCH")(match))
+        )
+    else:
+        ts = tsquery(query)
+        if ts is None:
+            return title
+        hits = select(Message.conversation_id).where(
+            text("to_tsvector('simple', messages.content) @@ to_tsquery('simple', :ts_query)")
+            .bindparams(ts_query=ts)
+        )
+    return or_(title, Conversation.id.in_(hits))

@@ -1,0 +1,98 @@
+"""``/api/v1/conversations``: the paged list (with search), create, read, change, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Response
+
+from chatmem.errors import NotFound
+from chatmem.store import conversations as store
+from chatmem.store.engine import profile_visible
+from chatmem.store.quotas import Limits
+from chatmem.web.api.schemas import Body, conversation_public, evicted_public
+from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+
+router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
+
+
+class ConversationCreate(Body):
+    title: str = ""
+    folder_id: str | None = None
+    pinned: bool = False
+    mode: str = "full"
+    profile_id: str | None = None
+    instructions: str = ""
+
+
+class ConversationUpdate(Body):
+    title: str | None = None
+    folder_id: str | None = None
+    pinned: bool | None = None
+    mode: str | None = None
+    profile_id: str | None = None
+    instructions: str | None = None
+
+
+def _check_profile(session: DbSession, user: CurrentUser, profile_id: str | None) -> None:
+    if profile_id is not None and not profile_visible(session, user.id, profile_id):
+        raise NotFound("profile")
+
+
+@router.get("")
+def list_conversations(
+    user: CurrentUser,
+    session: DbSession,
+    limit: int = Query(store.DEFAULT_PAGE, ge=1, le=store.MAX_PAGE),
+    cursor: str | None = None,
+    offset: int | None = Query(None, ge=0),
+    q: str | None = Query(None, max_length=500),
+    folder_id: str | None = None,
+) -> dict[str, Any]:
+    page = store.list_conversations(
+        session, user, limit=limit, cursor=cursor, offset=offset, q=q, folder_id=folder_id
+    )
+    return {
+        "items": [conversation_public(c) for c in page.items],
+        "next_cursor": page.next_cursor,
+        "evicted": evicted_public(user),
+    }
+
+
+@router.post("", status_code=201)
+def create_conversation(
+    body: ConversationCreate, user: CurrentUser, session: DbSession, settings: SettingsDep
+) -> dict[str, Any]:
+    _check_profile(session, user, body.profile_id)
+    conversation = store.create_conversation(
+        session, user, Limits.from_settings(settings), **body.model_dump()
+    )
+    return conversation_public(conversation, message_count=0)
+
+
+@router.get("/{conversation_id}")
+def read_conversation(conversation_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
+    conversation = store.owned_conversation(session, user, conversation_id)
+    return conversation_public(
+        conversation, message_count=store.message_count(session, conversation.id)
+    )
+
+
+@router.patch("/{conversation_id}")
+def update_conversation(
+    conversation_id: str, body: ConversationUpdate, user: CurrentUser, session: DbSession
+) -> dict[str, Any]:
+    conversation = store.owned_conversation(session, user, conversation_id)
+    changes = {name: getattr(body, name) for name in body.model_fields_set}
+    if "profile_id" in changes:
+        _check_profile(session, user, changes["profile_id"])
+    store.update_conversation(session, user, conversation, changes)
+    return conversation_public(
+        conversation, message_count=store.message_count(session, conversation.id)
+    )
+
+
+@router.delete("/{conversation_id}", status_code=204)
+def delete_conversation(conversation_id: str, user: CurrentUser, session: DbSession) -> Response:
+    store.delete_conversation(session, store.owned_conversation(session, user, conversation_id))
+    return Response(status_code=204)

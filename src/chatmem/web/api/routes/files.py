@@ -1,0 +1,90 @@
+"""Files (CTX-16): upload to a conversation (multipart or JSON), read, change state."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+
+from chatmem.errors import InvalidInput
+from chatmem.store import conversations as store
+from chatmem.store import files as store_files
+from chatmem.web.api.schemas import Body, file_public
+from chatmem.web.deps import CurrentUser, DbSession
+
+router = APIRouter(tags=["files"])
+
+
+class FileCreate(Body):
+    name: str
+    content: str
+    message_id: str | None = None
+    state: str = "auto"
+
+
+class FileUpdate(Body):
+    state: str
+
+
+async def _upload(request: Request) -> FileCreate:
+    """The upload as a :class:`FileCreate`, from multipart form data or a JSON body."""
+    kind = request.headers.get("content-type", "")
+    try:
+        if kind.startswith("multipart/form-data"):
+            form = await request.form()
+            upload = form.get("file")
+            if not isinstance(upload, UploadFile):
+                raise InvalidInput("file: missing (send the file in a form field named 'file')")
+            raw = await upload.read()
+            try:
+                content = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidInput("Only UTF-8 text files can be attached.") from None
+            fields: dict[str, Any] = {"name": upload.filename or "file.txt", "content": content}
+            for key in ("message_id", "state"):
+                value = form.get(key)
+                if isinstance(value, str):
+                    fields[key] = value
+            return FileCreate(**fields)
+        return FileCreate.model_validate_json(await request.body())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise InvalidInput(f"{where}: {first.get('msg', 'invalid')}" if where else "invalid body") from None
+    except json.JSONDecodeError:
+        raise InvalidInput("The body is not valid JSON.") from None
+
+
+@router.post("/api/v1/conversations/{conversation_id}/files", status_code=201)
+async def upload_file(
+    conversation_id: str, request: Request, user: CurrentUser, session: DbSession
+) -> dict[str, Any]:
+    body = await _upload(request)
+
+    def store_upload() -> dict[str, Any]:  # database work off the event loop
+        conversation = store.owned_conversation(session, user, conversation_id)
+        row = store_files.add_file(
+            session, conversation, body.name, body.content, message_id=body.message_id, state=body.state
+        )
+        return file_public(row)
+
+    return await run_in_threadpool(store_upload)
+
+
+@router.get("/api/v1/files/{file_id}")
+def read_file(file_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
+    return file_public(store_files.owned_file(session, user, file_id), content=True)
+
+
+@router.patch("/api/v1/files/{file_id}")
+def change_file_state(
+    file_id: str, body: FileUpdate, user: CurrentUser, session: DbSession
+) -> dict[str, Any]:
+    row = store_files.owned_file(session, user, file_id)
+    row.state = store_files.check_state(body.state)
+    session.flush()
+    return file_public(row)

@@ -1,0 +1,46 @@
+"""``/api/v1/folders``: list, create (folder quota, STORE-4), rename, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from chatmem.store import conversations as store
+from chatmem.store.quotas import Limits
+from chatmem.web.api.schemas import Body, folder_public
+from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+
+router = APIRouter(prefix="/api/v1/folders", tags=["folders"])
+
+
+class FolderBody(Body):
+    name: str
+
+
+@router.get("")
+def list_folders(user: CurrentUser, session: DbSession) -> dict[str, Any]:
+    return {"items": [folder_public(f) for f in store.list_folders(session, user)]}
+
+
+@router.post("", status_code=201)
+def create_folder(
+    body: FolderBody, user: CurrentUser, session: DbSession, settings: SettingsDep
+) -> dict[str, Any]:
+    folder = store.create_folder(session, user, body.name, Limits.from_settings(settings))
+    return folder_public(folder)
+
+
+@router.patch("/{folder_id}")
+def rename_folder(
+    folder_id: str, body: FolderBody, user: CurrentUser, session: DbSession
+) -> dict[str, Any]:
+    folder = store.owned_folder(session, user, folder_id)
+    store.rename_folder(folder, body.name)
+    return folder_public(folder)
+
+
+@router.delete("/{folder_id}", status_code=204)
+def delete_folder(folder_id: str, user: CurrentUser, session: DbSession) -> Response:
+    store.delete_folder(session, store.owned_folder(session, user, folder_id))
+    return Response(status_code=204)

@@ -1,0 +1,102 @@
+"""A conversation's messages: the whole history with memory statuses, appending without a
+turn (imports, tests, tools), and excluding / including question–answer pairs (CTX-15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query
+
+from chatmem.store import conversations as store
+from chatmem.store import messages as store_messages
+from chatmem.store.engine import latest_summary, memory_status
+from chatmem.store.files import conversation_files
+from chatmem.store.quotas import Limits
+from chatmem.web.api.schemas import Body, file_public, message_public, summary_public
+from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+
+router = APIRouter(prefix="/api/v1/conversations/{conversation_id}/messages", tags=["messages"])
+
+
+class ToolCallBody(Body):
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class MessageCreate(Body):
+    role: str
+    content: str
+    tool_calls: list[ToolCallBody] | None = None
+    tool_call_id: str | None = None
+    excluded: bool = False
+
+
+@router.get("")
+def list_messages(
+    conversation_id: str,
+    user: CurrentUser,
+    session: DbSession,
+    after_seq: int | None = Query(None, ge=0),
+    limit: int | None = Query(None, ge=1, le=10_000),
+) -> dict[str, Any]:
+    """The whole history by default (STORE-2), each message with its status (CTX-14);
+    ``after_seq``/``limit`` page through very long conversations."""
+    conversation = store.owned_conversation(session, user, conversation_id)
+    status, file_status, column = memory_status(session, conversation)
+    rows = store_messages.history(session, conversation.id, after_seq=after_seq, limit=limit)
+    summary = latest_summary(session, conversation.id)
+    more = limit is not None and len(rows) == limit
+    return {
+        "items": [message_public(m, column, status.get(m.id)) for m in rows],
+        "next_after_seq": rows[-1].seq if more and rows else None,
+        "summary": summary_public(summary, column) if summary else None,
+        "files": [
+            file_public(f, column, file_status.get(f.id))
+            for f in conversation_files(session, conversation.id)
+        ],
+    }
+
+
+@router.post("", status_code=201)
+def append_message(
+    conversation_id: str,
+    body: MessageCreate,
+    user: CurrentUser,
+    session: DbSession,
+    settings: SettingsDep,
+) -> dict[str, Any]:
+    conversation = store.owned_conversation(session, user, conversation_id)
+    row = store_messages.append_message(
+        session,
+        conversation,
+        body.role,
+        body.content,
+        limits=Limits.from_settings(settings),
+        tool_calls=[c.model_dump() for c in body.tool_calls or ()],
+        tool_call_id=body.tool_call_id,
+        excluded=body.excluded,
+    )
+    return message_public(row, "tokens_estimate", None)
+
+
+def _exclusion(
+    conversation_id: str, message_id: str, user: CurrentUser, session: DbSession, excluded: bool
+) -> dict[str, Any]:
+    conversation = store.owned_conversation(session, user, conversation_id)
+    ids = store_messages.set_pair_excluded(session, conversation, message_id, excluded)
+    return {"message_ids": ids, "excluded": excluded}
+
+
+@router.put("/{message_id}/exclusion")
+def exclude_pair(
+    conversation_id: str, message_id: str, user: CurrentUser, session: DbSession
+) -> dict[str, Any]:
+    return _exclusion(conversation_id, message_id, user, session, True)
+
+
+@router.delete("/{message_id}/exclusion")
+def include_pair(
+    conversation_id: str, message_id: str, user: CurrentUser, session: DbSession
+) -> dict[str, Any]:
+    return _exclusion(conversation_id, message_id, user, session, False)

@@ -1,0 +1,106 @@
+"""Request bodies shared by the storage routes, and the JSON shape of stored objects.
+
+Bodies are strict (``extra="forbid"``, no type coercion): a wrong type or an unknown field is
+``invalid_input`` rather than a guess.  Responses use snake_case, string ids and ISO-8601 UTC
+times with ``Z``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from chatmem.store.tables.accounts import User
+from chatmem.store.tables.conversations import Conversation, File, Folder, Message, Summary
+from chatmem.store.types import iso
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def user_public(user: User) -> dict[str, Any]:
+    return {
+        "id": user.id,
+        "name": user.name,
+        "is_admin": user.is_admin,
+        "created_at": iso(user.created_at),
+        "evicted": evicted_public(user),
+    }
+
+
+def evicted_public(user: User) -> dict[str, int]:
+    return {"conversations": user.evicted_conversations, "messages": user.evicted_messages}
+
+
+def folder_public(folder: Folder) -> dict[str, Any]:
+    return {"id": folder.id, "name": folder.name, "created_at": iso(folder.created_at)}
+
+
+def conversation_public(conversation: Conversation, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": conversation.id,
+        "title": conversation.title,
+        "folder_id": conversation.folder_id,
+        "pinned": conversation.pinned,
+        "mode": conversation.mode,
+        "profile_id": conversation.profile_id,
+        "instructions": conversation.instructions,
+        "created_at": iso(conversation.created_at),
+        "updated_at": iso(conversation.updated_at),
+        "last_active_at": iso(conversation.last_active_at),
+        "archived": conversation.archived_at is not None,
+        **extra,
+    }
+
+
+def message_public(message: Message, tokens_column: str, status: str | None) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "seq": message.seq,
+        "role": message.role,
+        "content": message.content,
+        "created_at": iso(message.created_at),
+        "tokens": getattr(message, tokens_column),
+        "excluded": message.excluded,
+        "tool_calls": message.tool_calls or [],
+        "tool_call_id": message.tool_call_id,
+        "status": status,
+    }
+
+
+def summary_public(summary: Summary, tokens_column: str) -> dict[str, Any]:
+    return {
+        "id": summary.id,
+        "version": summary.version,
+        "text": summary.text,
+        "first_message_id": summary.first_message_id,
+        "through": summary.through_message_id,
+        "message_count": summary.message_count,
+        "focus": summary.focus,
+        "cost": summary.cost,
+        "tokens": getattr(summary, tokens_column),
+        "created_at": iso(summary.created_at),
+    }
+
+
+def file_public(
+    file: File, tokens_column: str = "tokens_estimate", status: str | None = None,
+    *, content: bool = False,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": file.id,
+        "conversation_id": file.conversation_id,
+        "message_id": file.message_id,
+        "name": file.name,
+        "state": file.state,
+        "size": file.size,
+        "tokens": getattr(file, tokens_column),
+        "created_at": iso(file.created_at),
+    }
+    if status is not None:
+        body["status"] = status
+    if content:
+        body["content"] = file.content
+    return body

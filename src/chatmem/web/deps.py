@@ -1,0 +1,87 @@
+"""Request dependencies, as ``Annotated`` aliases routes declare in their signatures.
+
+- ``SettingsDep`` — the app's :class:`~chatmem.settings.Settings`.
+- ``DatabaseDep`` — the :class:`~chatmem.store.db.Database` on ``app.state.db``.
+- ``DbSession`` — one SQLAlchemy ``Session`` per request, committed when the route returns
+  normally and rolled back when it raises (so a refused request writes nothing).  Its exit
+  runs before the response is sent (``scope="function"``), so a client never sees an answer
+  for a write that was not committed.
+- ``CurrentUser`` — the authenticated :class:`~chatmem.store.tables.accounts.User`: a Bearer
+  token, or the browser session cookie with the CSRF double-submit check on writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from chatmem.auth.cookies import CSRF_COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
+from chatmem.auth.secrets import same
+from chatmem.errors import Forbidden, Unauthorized
+from chatmem.settings import Settings
+from chatmem.store import accounts
+from chatmem.store.db import Database
+from chatmem.store.tables.accounts import User
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def get_database(request: Request) -> Database:
+    return request.app.state.db  # type: ignore[no-any-return]
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+DatabaseDep = Annotated[Database, Depends(get_database)]
+
+
+def get_db_session(db: DatabaseDep) -> Iterator[Session]:
+    with db.session() as session:
+        yield session
+
+
+DbSession = Annotated[Session, Depends(get_db_session, scope="function")]
+
+
+def get_current_user(request: Request, session: DbSession) -> User:
+    header = request.headers.get("authorization", "")
+    if header:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("Use 'Authorization: Bearer TOKEN'.")
+        user = accounts.user_for_api_token(session, token.strip())
+        if user is None:
+            raise Unauthorized("Unknown or revoked API token.")
+        return user
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if not cookie:
+        raise Unauthorized("Sign in first.")
+    browser = accounts.browser_session_for(session, cookie)
+    if browser is None:
+        raise Unauthorized("Your session has expired; sign in again.")
+    if request.method not in SAFE_METHODS:
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not sent or not same(sent, browser.csrf_token) or not same(
+            sent, request.cookies.get(CSRF_COOKIE, "")
+        ):
+            raise Forbidden("Missing or wrong CSRF token.")
+    user = session.get(User, browser.user_id)
+    if user is None:  # pragma: no cover - sessions cascade with their user
+        raise Unauthorized("Sign in first.")
+    return user
+
+
+CurrentUser = Annotated[User, Depends(get_current_user, scope="function")]
+
+
+def require_admin(user: CurrentUser) -> User:
+    if not user.is_admin:
+        raise Forbidden("Administrators only.")
+    return user
+
+
+AdminUser = Annotated[User, Depends(require_admin, scope="function")]
