@@ -100,6 +100,7 @@
     const messages = items(body, "messages");
     const summary = body && !Array.isArray(body) ? (body.summary || (Array.isArray(body.summaries) ? body.summaries[body.summaries.length - 1] : null)) : null;
     feed.setMessages(messages, summary);
+    if (body && body.files) memory.setFiles(body.files);
     return body;
   }
 

@@ -129,9 +129,11 @@
   async function loadFiles() {
     if (!state.conversationId) { state.files = []; return; }
     try {
-      state.files = items(await api("GET", "/api/v1/conversations/" + state.conversationId + "/files"), "files");
+      // The messages endpoint lists the conversation's files; one message keeps it cheap.
+      const body = await api("GET", "/api/v1/conversations/" + state.conversationId + "/messages?limit=1");
+      state.files = (body && body.files) || [];
     } catch (_) {
-      state.files = state.files || []; // older servers list files only through the plan
+      state.files = state.files || [];
     }
     if (state.plan) renderFiles(state.plan);
   }
@@ -235,6 +237,7 @@
     summaryText,
     plan: () => state.plan,
     setDraft(text) { state.draft = text; refreshSoon(); },
+    setFiles(files) { state.files = files || []; if (state.plan) renderFiles(state.plan); },
     setConversation(id) { state.conversationId = id; state.files = []; state.plan = null; refreshNow(); loadFiles(); },
     setProfile(p) { state.profile = p; if (state.plan) renderWindow(state.plan); else renderEmpty(); },
   };

@@ -1,0 +1,87 @@
+"""Fixtures for the browser tests: one ``chatmem serve`` and one Chromium per module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import skip_or_fail
+from tests.support.model_server import FakeModelServer
+from tests.ui.harness import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PASSWORD, ConsoleErrors, Server, start_server
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[FakeModelServer]:
+    server = FakeModelServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = start_server(tmp_path_factory.mktemp("ui") / "state")
+    try:
+        srv.add_user("alice")
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        skip_or_fail("Chromium is not installed at /usr/bin/chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def console() -> ConsoleErrors:
+    return ConsoleErrors()
+
+
+@pytest.fixture
+def page(browser: Any, console: ConsoleErrors, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh browser context and page; fails the test on unexpected console errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860}, accept_downloads=True)
+    context.set_default_timeout(10_000)
+    pg = context.new_page()
+    console.attach(pg)
+    try:
+        yield pg
+    finally:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        try:
+            pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
+        except Exception:  # the page may be gone after a failure; the screenshot is a bonus
+            pass
+        context.close()
+    assert console.unexpected() == [], "console errors in the page"
+
+
+def sign_in(page: Any, server: Server, name: str = "alice") -> None:
+    """Sign in through the sign-in page, as a user would."""
+    page.goto(server.url + "/")
+    page.get_by_label("Name").fill(name)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_selector("#draft")
+
+
+@pytest.fixture
+def alice(page: Any, server: Server) -> Any:
+    """The page, signed in as alice."""
+    sign_in(page, server)
+    return page

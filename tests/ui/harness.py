@@ -1,0 +1,157 @@
+"""A real ``chatmem serve`` in a subprocess, driven by real Chromium, for the UI tests.
+
+One server and one browser per test module (starting them is the slow part); each test gets
+a fresh browser context (own cookies) signed in through the sign-in page, and fails if the
+page logged a console error.  Setup data goes through the public HTTP API with a Bearer
+token — the same API the UI uses — so the tests only depend on the CONTRACT.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "_artifacts"
+PASSWORD = "correct horse battery staple"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _chatmem(env: dict[str, str], *args: str, stdin: str = "") -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "chatmem", *args],
+        input=stdin, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"chatmem {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+@dataclass
+class Server:
+    """A running ``chatmem serve``: its URL, the first-run link it printed, an API client."""
+
+    url: str
+    env: dict[str, str]
+    process: subprocess.Popen[str]
+    log_path: Path
+    signin_link: str | None = None
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def add_user(self, name: str, *, admin: bool = False) -> None:
+        _chatmem(self.env, "user", "add", name, "--password-stdin", *(["--admin"] if admin else []),
+                 stdin=PASSWORD + "\n")
+        self.tokens[name] = _chatmem(self.env, "token", "create", name).strip()
+
+    def api(self, name: str) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {self.tokens[name]}"}, timeout=30
+        )
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a wedged server
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+
+def start_server(state_dir: Path, **extra_env: str) -> Server:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATMEM_")}
+    env.update(
+        CHATMEM_STATE_DIR=str(state_dir),
+        CHATMEM_ALLOW_PRIVATE_ENDPOINTS="1",
+        CHATMEM_HOST="127.0.0.1",
+        CHATMEM_PORT=str(port),
+        **extra_env,
+    )
+    state_dir.mkdir(parents=True, exist_ok=True)
+    log_path = state_dir / "server.log"
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "serve"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError("chatmem serve exited:\n" + log_path.read_text())
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("chatmem serve did not start:\n" + log_path.read_text())
+        time.sleep(0.1)
+    match = re.search(r"http://\S+/auth/link/\S+", log_path.read_text())
+    return Server(url, env, process, log_path, signin_link=match.group(0) if match else None)
+
+
+def json_items(body: Any) -> list[dict[str, Any]]:
+    if isinstance(body, list):
+        return body
+    return list(body.get("items", []))
+
+
+class ConsoleErrors:
+    """Collects console errors and uncaught exceptions of a page."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.allowed: list[str] = []
+
+    def allow(self, pattern: str) -> None:
+        """Expected errors (e.g. the browser logging a deliberate 4xx response)."""
+        self.allowed.append(pattern)
+
+    def attach(self, page: Any) -> None:
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        # "Failed to load resource" does not name the URL: record failed responses beside it.
+        page.on(
+            "response",
+            lambda r: self.errors.append(f"HTTP {r.status} {r.request.method} {r.url}")
+            if r.status >= 400
+            else None,
+        )
+
+    def unexpected(self) -> list[str]:
+        """Errors not allowed; a failed load counts once, through its ``HTTP …`` line."""
+        return [
+            e for e in self.errors
+            if not e.startswith("Failed to load resource") and not any(re.search(p, e) for p in self.allowed)
+        ]
+
+
+def iter_lines(text: str) -> Iterator[str]:
+    yield from (line for line in text.splitlines() if line.strip())
