@@ -95,6 +95,10 @@ class Coordinator(ABC):
     async def release(self, name: str, token: str) -> None:
         """Release the lock if ``token`` still owns it."""
 
+    @abstractmethod
+    async def force_release(self, name: str) -> None:
+        """Drop a lock whatever its owner (used after its owner was found dead)."""
+
     # liveness ----------------------------------------------------------------------------
     @abstractmethod
     async def replica_alive(self, replica_id: str | None) -> bool:
@@ -195,6 +199,9 @@ class LocalCoordinator(Coordinator):
         held = self._locks.get(name)
         if held is not None and held[0] == token:
             del self._locks[name]
+
+    async def force_release(self, name: str) -> None:
+        self._locks.pop(name, None)
 
     async def replica_alive(self, replica_id: str | None) -> bool:
         # One process: a run owned by another replica id belongs to a previous, dead process.

@@ -178,6 +178,9 @@ class RedisCoordinator(Coordinator):
     async def release(self, name: str, token: str) -> None:
         await self._redis.eval(_RELEASE, 1, self._k("lock", name), token)
 
+    async def force_release(self, name: str) -> None:
+        await self._redis.delete(self._k("lock", name))
+
     # liveness ----------------------------------------------------------------------------
     async def replica_alive(self, replica_id: str | None) -> bool:
         if not replica_id:

@@ -35,7 +35,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.db = db
         try:
             app.state.secrets = load_key(settings.state_dir, settings.encryption_key)
-            yield
+            # Turns: recover runs of dead processes (TURN-3), start the coordinator.
+            from chatmem.turns.service import TurnService
+
+            turns = TurnService.from_settings(db, settings, secrets=app.state.secrets)
+            app.state.turns = turns
+            await turns.start()
+            try:
+                yield
+            finally:
+                await turns.close()
         finally:
             db.dispose()
 

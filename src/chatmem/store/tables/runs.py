@@ -1,0 +1,120 @@
+"""Runs (turns), their stored events, tool calls, the usage ledger and extension requests.
+
+- ``runs`` — one row per submitted turn (TURN-1).  ``replica_id`` + ``heartbeat_at`` say
+  which process owns a running turn, so a restart (or another replica) can tell a dead owner
+  and mark the run ``interrupted`` (TURN-3).  ``idempotency_key`` is unique per user
+  (TURN-6): a retried submit finds the first run.
+- ``run_events`` — the numbered events of a run (``delta``, ``tool_call`` … ``done``), kept
+  with it so any client can replay them after the live log is gone.
+- ``tool_calls`` — every MCP call with its status: ``started`` is written *before* the call,
+  so a crash leaves evidence and the call is marked ``unknown``, never replayed.
+- ``usage_ledger`` — one row per model call (answer, summary, compaction) with the provider's
+  reported tokens and the cost at the profile's prices (USE-1).  No foreign key to the
+  conversation: spending stays on record after a conversation is deleted.
+- ``extension_requests`` — a user's "Request extension" (USE-3).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from chatmem.store.base import Base
+from chatmem.store.types import RowId, UTCDateTime, new_id, utcnow
+
+RUN_STATUSES = ("running", "completed", "stopped", "interrupted", "failed")
+TOOL_STATUSES = ("started", "completed", "unknown", "failed")
+USAGE_KINDS = ("answer", "summary", "compaction")
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        UniqueConstraint("user_id", "idempotency_key", name="uq_runs_user_id_idempotency_key"),
+        Index("ix_runs_conversation_status", "conversation_id", "status"),
+        Index("ix_runs_status", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    user_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    profile_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    error_code: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    error_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    replica_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_seq: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class RunEventRow(Base):
+    __tablename__ = "run_events"
+
+    run_id: Mapped[str] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    type: Mapped[str] = mapped_column(String(32))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ToolCallRow(Base):
+    __tablename__ = "tool_calls"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    conversation_id: Mapped[str] = mapped_column(String(32), index=True)
+    call_id: Mapped[str] = mapped_column(String(200))  # the model's tool call id
+    message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    server_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    name: Mapped[str] = mapped_column(String(300))
+    arguments: Mapped[str] = mapped_column(Text, default="{}")
+    status: Mapped[str] = mapped_column(String(16), default="started")
+    result: Mapped[str | None] = mapped_column(Text, nullable=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class UsageRow(Base):
+    __tablename__ = "usage_ledger"
+    __table_args__ = (
+        Index("ix_usage_ledger_user_created", "user_id", "created_at"),
+        Index("ix_usage_ledger_conversation", "conversation_id"),
+        Index("ix_usage_ledger_run", "run_id"),
+    )
+
+    num: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    conversation_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    run_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    profile_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    estimated_prompt_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ExtensionRequest(Base):
+    __tablename__ = "extension_requests"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    reason: Mapped[str] = mapped_column(String(32), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

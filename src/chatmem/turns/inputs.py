@@ -1,0 +1,186 @@
+"""What a model step needs, loaded from the store in one short transaction.
+
+:func:`load_inputs` reads the conversation through the storage core's lazy loader, resolves
+the model profile (and its summariser) through the profiles room, and asks the engine for the
+plan — everything the runner then uses outside the transaction.  Keeping this in one module
+is deliberate: it is the one place where the turn runner meets the engine, the store and the
+profiles, so a change in any of them is adapted here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from chatmem import context as engine
+from chatmem.context.values import Conversation as EngineConversation
+from chatmem.context.values import Prices, Profile
+from chatmem.errors import InvalidInput, NotFound
+from chatmem.models.client import ModelEndpoint
+from chatmem.settings import Settings
+from chatmem.store.engine import load_engine_conversation
+from chatmem.store.messages import append_message
+from chatmem.store.quotas import Limits
+from chatmem.store.tables.conversations import Conversation
+
+
+@dataclass(frozen=True)
+class ModelTarget:
+    """A resolved model profile: where to send requests and what they cost."""
+
+    profile_id: str | None
+    model: str | None
+    endpoint: ModelEndpoint | None
+    engine_profile: Profile
+
+
+@dataclass(frozen=True)
+class TurnInputs:
+    user_id: str
+    conversation_id: str
+    mode: str
+    conversation: EngineConversation
+    plan: Any  # chatmem.context.Plan
+    tools: Sequence[Mapping[str, Any]]
+    target: ModelTarget
+    summarizer: ModelTarget
+
+    @property
+    def profile(self) -> Profile:
+        return self.target.engine_profile
+
+    @property
+    def profile_id(self) -> str | None:
+        return self.target.profile_id
+
+    @property
+    def model(self) -> str | None:
+        return self.target.model
+
+    @property
+    def plan_tokens_used(self) -> int:
+        return int(self.plan.to_dict()["tokens"]["used"]) if self.plan is not None else 0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return price(self.target.engine_profile.prices, prompt_tokens, completion_tokens)
+
+
+def price(prices: Prices | None, prompt_tokens: int, completion_tokens: int) -> float:
+    if prices is None or prices.free:
+        return 0.0
+    return (prompt_tokens * prices.input_per_mtok + completion_tokens * prices.output_per_mtok) / 1e6
+
+
+def owned_conversation_row(session: Session, user_id: str, conversation_id: str) -> Conversation:
+    row = session.get(Conversation, conversation_id)
+    if row is None or row.user_id != user_id or row.archived_at is not None:
+        raise NotFound("conversation")
+    return row
+
+
+def resolve_target(
+    session: Session, user_id: str, profile_id: str | None, secrets: Any = None
+) -> ModelTarget:
+    """The profiles room's view of ``profile_id`` (the engine profile with its summariser's
+    prices, and — when ``secrets`` is given — the endpoint with the decrypted key).  A
+    conversation without a profile, or whose profile is gone, plans with the defaults."""
+    if profile_id is None:
+        return ModelTarget(None, None, None, Profile())
+    from chatmem.models import profiles
+    from chatmem.store.tables.accounts import User
+
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound("user")
+    try:
+        row = profiles.visible_profile(session, user, profile_id)
+    except NotFound:
+        return ModelTarget(None, None, None, Profile())
+    summarizer = None
+    if row.summarizer_profile_id:
+        try:
+            summarizer = profiles.visible_profile(session, user, row.summarizer_profile_id)
+        except NotFound:
+            summarizer = None
+    endpoint = profiles.model_endpoint(row, secrets) if secrets is not None else None
+    return ModelTarget(row.id, row.model, endpoint, profiles.engine_profile(row, summarizer))
+
+
+def summarizer_target(
+    session: Session, user_id: str, target: ModelTarget, secrets: Any = None
+) -> ModelTarget:
+    """CTX-9: the profile's cheaper summariser when it names one, else the same profile."""
+    if target.profile_id is None:
+        return target
+    from chatmem.store.tables.profiles import ModelProfile
+
+    other = session.scalar(
+        select(ModelProfile.summarizer_profile_id).where(ModelProfile.id == target.profile_id)
+    )
+    if not other or other == target.profile_id:
+        return target
+    resolved = resolve_target(session, user_id, other, secrets)
+    return resolved if resolved.profile_id is not None else target
+
+
+def load_inputs(
+    session: Session,
+    conversation_id: str,
+    tools: Sequence[Mapping[str, Any]] = (),
+    turn_start: str | None = None,
+    *,
+    draft: str | None = None,
+    user_id: str | None = None,
+    with_plan: bool = True,
+    secrets: Any = None,
+) -> TurnInputs:
+    row = session.get(Conversation, conversation_id)
+    if row is None or (user_id is not None and row.user_id != user_id):
+        raise NotFound("conversation")
+    target = resolve_target(session, row.user_id, row.profile_id, secrets)
+    profile = target.engine_profile
+    conversation = load_engine_conversation(
+        session, conversation_id, tokenizer=profile.tokenizer, tools=list(tools)
+    )
+    mode = engine.effective_mode(row.mode, profile)
+    plan = (
+        engine.plan(conversation, profile, mode=mode, draft=draft, turn_start=turn_start)
+        if with_plan
+        else None
+    )
+    if plan is not None:
+        # The lazy message view reads through this session: materialise what the runner
+        # uses after the transaction (the plan's messages are plain data already).
+        plan.to_dict()
+    return TurnInputs(
+        user_id=row.user_id,
+        conversation_id=conversation_id,
+        mode=mode,
+        conversation=conversation,
+        plan=plan,
+        tools=list(tools),
+        target=target,
+        summarizer=summarizer_target(session, row.user_id, target, secrets),
+    )
+
+
+def store_message(
+    session: Session,
+    conversation_id: str,
+    role: str,
+    content: str,
+    settings: Settings,
+    meta: dict[str, Any] | None,
+    extra: dict[str, Any],
+) -> str:
+    row = session.get(Conversation, conversation_id)
+    if row is None:
+        raise InvalidInput("The conversation was deleted while the turn ran.")
+    message = append_message(
+        session, row, role, content, limits=Limits.from_settings(settings), meta=meta, **extra
+    )
+    return message.id

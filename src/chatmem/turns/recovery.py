@@ -1,0 +1,103 @@
+"""TURN-3: runs whose process died are marked ``interrupted``; nothing is replayed.
+
+For each such run, in one transaction:
+
+- the text the model had streamed in the unfinished step (its stored ``delta`` events that
+  have no assistant message yet) becomes the assistant message, marked ``interrupted`` — what
+  the user saw is kept;
+- every tool call recorded ``started`` without a result becomes ``unknown``, and gets a tool
+  message saying so, so the call is never separated from a result (CTX-20) and is never made
+  again automatically;
+- the run ends ``interrupted`` with a final ``error`` event (code ``interrupted``), so
+  watchers replaying its events see it end.
+
+A new turn in the conversation then continues on the stored history.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from chatmem.store.messages import append_message
+from chatmem.store.tables.conversations import Conversation, Message
+from chatmem.store.tables.runs import Run, RunEventRow, ToolCallRow
+from chatmem.turns import runs
+from chatmem.turns.events import RunEvent
+
+INTERRUPTED_MESSAGE = (
+    "The server restarted while this turn ran. What was completed is kept; send a message to "
+    "continue."
+)
+UNKNOWN_TOOL_RESULT = (
+    "The result of this tool call is unknown: the server restarted while it ran. It was not "
+    "repeated automatically."
+)
+
+
+def running_runs(session: Session) -> list[Run]:
+    return list(session.scalars(select(Run).where(Run.status == "running")))
+
+
+def interrupt_run(session: Session, run_id: str, *, message: str = INTERRUPTED_MESSAGE) -> bool:
+    run = session.get(Run, run_id, with_for_update=True)
+    if run is None or run.status != "running":
+        return False
+    conversation = session.get(Conversation, run.conversation_id)
+    if conversation is not None:
+        _keep_partial_text(session, run, conversation)
+        _mark_unknown_tool_calls(session, run, conversation)
+    seq = runs.last_seq(session, run.id) + 1
+    runs.store_events(
+        session, run.id, [RunEvent(seq, "error", {"code": "interrupted", "message": message})]
+    )
+    runs.finish_run(session, run.id, "interrupted", error_code="interrupted", error_message=message)
+    return True
+
+
+def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -> None:
+    deltas = session.scalars(
+        select(RunEventRow)
+        .where(RunEventRow.run_id == run.id, RunEventRow.type == "delta")
+        .order_by(RunEventRow.seq)
+    ).all()
+    if not deltas:
+        return
+    last_step = max(int(d.data.get("step", 0)) for d in deltas)
+    for message in session.scalars(
+        select(Message).where(
+            Message.conversation_id == conversation.id, Message.role == "assistant"
+        ).order_by(Message.seq.desc()).limit(50)
+    ):
+        meta = message.meta or {}
+        if meta.get("run_id") == run.id and meta.get("step") == last_step:
+            return  # the step was checkpointed
+    text = "".join(str(d.data.get("text", "")) for d in deltas if d.data.get("step", 0) == last_step)
+    if text:
+        append_message(
+            session, conversation, "assistant", text,
+            meta={"run_id": run.id, "step": last_step, "interrupted": True},
+        )
+
+
+def _mark_unknown_tool_calls(session: Session, run: Run, conversation: Conversation) -> None:
+    started = session.scalars(
+        select(ToolCallRow).where(ToolCallRow.run_id == run.id, ToolCallRow.status == "started")
+    ).all()
+    for call in started:
+        answered = session.scalar(
+            select(Message.id).where(
+                Message.conversation_id == conversation.id,
+                Message.role == "tool",
+                Message.tool_call_id == call.call_id,
+            )
+        )
+        if answered is None:
+            append_message(
+                session, conversation, "tool", UNKNOWN_TOOL_RESULT,
+                tool_call_id=call.call_id,
+                meta={"run_id": run.id, "tool": call.name, "status": "unknown"},
+            )
+        runs.tool_finished(session, call.id, "unknown", UNKNOWN_TOOL_RESULT)
+
+

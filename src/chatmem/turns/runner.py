@@ -1,0 +1,393 @@
+"""One turn, start to finish: plan → (compaction) → stream → tools → checkpoint → repeat.
+
+Theory of operation
+-------------------
+A turn is a loop of *steps*.  Each step asks the engine for a fresh plan (so the budget is
+recomputed after every tool call, CTX-13), runs the compaction the plan asks for first
+(CTX-4, CTX-5), refuses a request that cannot fit (CTX-19, TURN-5), then streams one model
+answer.  Text arrives as ``delta`` events; when the answer is complete the assistant message
+is written — the checkpoint (TURN-2).  If the answer requested tools, each call is recorded
+as ``started`` *before* it is made, made through MCP, and its result stored as a ``tool``
+message and marked ``completed``; then the next step begins.  A turn ends with ``done``
+(``completed`` or ``stopped``) or ``error`` (``failed``).
+
+Stop.  The stop signal is raced against the model stream and the tool call; on stop, the
+text streamed so far is kept as the assistant message (marked ``stopped``), a tool call in
+flight gets an "unknown" result (never replayed), and the run ends ``stopped``.
+
+Guard (TURN-4).  At most ``turn_max_iterations`` model requests and ``turn_max_tool_calls``
+tool calls per turn.  When the guard trips, the turn ends ``completed`` with a note and an
+assistant message saying so; the next turn continues on the stored history.  Tool calls that
+were requested but not made still get a tool message, so a call is never separated from a
+result (CTX-20).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+
+from chatmem.context.errors import DoesNotFit, EngineError
+from chatmem.context.values import ToolCall
+from chatmem.errors import ChatmemError, ProviderContextLength
+from chatmem.models.client import TextDelta, ToolCallEvent, Usage
+from chatmem.settings import Settings
+from chatmem.store.db import Database
+from chatmem.turns import runs
+from chatmem.turns.compaction import CompactionOutcome, run_compaction
+from chatmem.turns.coordinator import Coordinator
+from chatmem.turns.inputs import TurnInputs, load_inputs, store_message
+from chatmem.turns.journal import EventJournal
+from chatmem.turns.tools import ToolBox, ToolOutcome
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+GUARD_MESSAGE = (
+    "I stopped here: this turn reached its limit of {what}. Send a message to continue "
+    "from where I left off."
+)
+UNKNOWN_RESULT = (
+    "The result of this tool call is unknown: the turn was {why} while it ran. It was not "
+    "repeated automatically."
+)
+NOT_RUN = "Not run: the per-turn limit of {limit} tool calls was reached."
+
+
+class _Stopped(Exception):
+    """Raised inside the turn when the stop signal fires."""
+
+
+@dataclass
+class TurnJob:
+    run_id: str
+    user_id: str
+    conversation_id: str
+    user_message_id: str
+
+
+@dataclass
+class _Tally:
+    iterations: int = 0
+    tool_calls: int = 0
+    last_message_id: str | None = None
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    cost: float = 0.0
+
+
+class TurnRunner:
+    """Runs one :class:`TurnJob`.  Created per turn by the turn service."""
+
+    def __init__(
+        self,
+        job: TurnJob,
+        *,
+        db: Database,
+        settings: Settings,
+        coordinator: Coordinator,
+        journal: EventJournal,
+        toolbox_factory: Callable[[], Awaitable[ToolBox]],
+        model_factory: Callable[[TurnInputs], Any],
+        secrets: Any = None,
+    ) -> None:
+        self._secrets = secrets
+        self.job = job
+        self._db = db
+        self._settings = settings
+        self._coordinator = coordinator
+        self._journal = journal
+        self._toolbox_factory = toolbox_factory
+        self._model_factory = model_factory
+        self._stop = coordinator.stop_signal(job.run_id)
+        self._tally = _Tally()
+
+    # -- helpers ----------------------------------------------------------------------------
+    async def _db_call(self, fn: Callable[..., T], *args: Any) -> T:
+        def work() -> T:
+            with self._db.session() as session:
+                return fn(session, *args)
+
+        return await anyio.to_thread.run_sync(work)
+
+    async def _race_stop(self, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable`` unless the stop signal fires first (then cancel it)."""
+        if self._stop.is_set():
+            raise _Stopped
+        task = asyncio.ensure_future(awaitable)
+        stopper = asyncio.ensure_future(self._stop.wait())
+        try:
+            done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            stopper.cancel()
+            raise
+        stopper.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        with _suppress_all():
+            await task
+        raise _Stopped
+
+    async def _store(self, role: str, content: str, **kw: Any) -> str:
+        meta = {"run_id": self.job.run_id, **kw.pop("meta", {})}
+        return await self._db_call(
+            store_message, self.job.conversation_id, role, content, self._settings, meta, kw
+        )
+
+    # -- the turn ---------------------------------------------------------------------------
+    async def run(self) -> str:
+        """Runs the turn to its end; returns the final run status."""
+        toolbox: ToolBox | None = None
+        try:
+            toolbox = await self._toolbox_factory()
+            note = await self._loop(toolbox)
+            await self._finish("completed", note=note)
+            return "completed"
+        except _Stopped:
+            await self._finish("stopped")
+            return "stopped"
+        except asyncio.CancelledError:
+            # The process is shutting down: the run will not finish here.
+            await self._finish_quietly("interrupted", "interrupted",
+                                       "The server shut down while this turn ran; send a message to continue.")
+            raise
+        except (ChatmemError, EngineError) as exc:
+            code = getattr(exc, "code", "error")
+            message = getattr(exc, "message", None) or str(exc)
+            await self._finish("failed", error=(code, message))
+            return "failed"
+        except Exception:
+            log.exception("turn %s failed", self.job.run_id)
+            await self._finish("failed", error=("internal_error", "The turn failed on the server."))
+            return "failed"
+        finally:
+            if toolbox is not None:
+                with _suppress_all():
+                    await toolbox.aclose()
+
+    async def _loop(self, toolbox: ToolBox) -> str | None:
+        settings = self._settings
+        while True:
+            if self._tally.iterations >= settings.turn_max_iterations:
+                return await self._guard(f"{settings.turn_max_iterations} model requests")
+            inputs = await self._inputs(toolbox)
+            plan = inputs.plan
+            if plan.compaction.needed and plan.compaction.request is not None:
+                await self._compact(inputs)
+                inputs = await self._inputs(toolbox)
+                plan = inputs.plan
+            try:
+                plan.require_fit()
+            except DoesNotFit:
+                raise
+            self._tally.iterations += 1
+            _text, calls = await self._answer(inputs)
+            if not calls:
+                return None
+            if not await self._tools(toolbox, calls):
+                return await self._guard(f"{settings.turn_max_tool_calls} tool calls")
+
+    async def _inputs(self, toolbox: ToolBox) -> TurnInputs:
+        def load(session: Any) -> TurnInputs:
+            return load_inputs(
+                session, self.job.conversation_id, toolbox.schemas, self.job.user_message_id,
+                secrets=self._secrets,
+            )
+
+        return await self._db_call(load)
+
+    async def _compact(self, inputs: TurnInputs) -> None:
+        outcome: CompactionOutcome = await self._race_stop(
+            run_compaction(
+                self._db,
+                self._settings,
+                inputs,
+                request=inputs.plan.compaction.request,
+                kind="summary" if inputs.mode == "economy" else "compaction",
+                user_id=self.job.user_id,
+                run_id=self.job.run_id,
+            )
+        )
+        await self._journal.emit("compaction", outcome.event_data())
+
+    async def _answer(self, inputs: TurnInputs) -> tuple[str, list[ToolCall]]:
+        client = self._model_factory(inputs)
+        parts: list[str] = []
+        calls: list[ToolCall] = []
+        usage: Usage | None = None
+        step = self._tally.iterations
+
+        async def consume() -> None:
+            nonlocal usage
+            async for event in client.stream(
+                inputs.plan.messages, tools=inputs.tools or None,
+                max_tokens=None,
+            ):
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                    await self._journal.emit("delta", {"text": event.text, "step": step})
+                elif isinstance(event, ToolCallEvent):
+                    calls.append(event.call)
+                elif isinstance(event, Usage):
+                    usage = event
+
+        try:
+            await self._race_stop(consume())
+        except _Stopped:
+            if parts:
+                self._tally.last_message_id = await self._store(
+                    "assistant", "".join(parts), meta={"stopped": True, "step": step}
+                )
+            await self._journal.flush()
+            raise
+        except ProviderContextLength:
+            raise
+        finally:
+            with _suppress_all():
+                await client.aclose()
+        text = "".join(parts)
+        await self._record_usage(inputs, usage, "answer")
+        self._tally.last_message_id = await self._store(
+            "assistant", text, tool_calls=calls or None, meta={"step": step}
+        )
+        await self._journal.flush()
+        return text, calls
+
+    async def _record_usage(self, inputs: TurnInputs, usage: Usage | None, kind: str) -> None:
+        prompt = usage.prompt_tokens if usage else inputs.plan_tokens_used
+        completion = usage.completion_tokens if usage else 0
+        cost = inputs.cost(prompt, completion)
+        self._tally.usage["prompt_tokens"] += prompt
+        self._tally.usage["completion_tokens"] += completion
+        self._tally.cost += cost
+        await self._db_call(
+            _ledger_row,
+            dict(
+                user_id=self.job.user_id,
+                conversation_id=self.job.conversation_id,
+                run_id=self.job.run_id,
+                kind=kind,
+                profile_id=inputs.profile_id,
+                model=inputs.model,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                cost=cost,
+                estimated_prompt_tokens=inputs.plan_tokens_used,
+            ),
+        )
+
+    async def _tools(self, toolbox: ToolBox, calls: list[ToolCall]) -> bool:
+        """Makes the requested calls; False when the guard stopped some of them."""
+        limit = self._settings.turn_max_tool_calls
+        for index, call in enumerate(calls):
+            if self._tally.tool_calls >= limit:
+                for skipped in calls[index:]:
+                    await self._tool_result(skipped, NOT_RUN.format(limit=limit), "failed", None)
+                return False
+            self._tally.tool_calls += 1
+            server_id = toolbox.server_for(call.name)
+            await self._journal.emit(
+                "tool_call",
+                {"id": call.id, "name": call.name, "arguments": call.arguments,
+                 "message_id": self._tally.last_message_id},
+            )
+            row_id = await self._db_call(
+                _tool_started_row,
+                dict(run_id=self.job.run_id, conversation_id=self.job.conversation_id,
+                     call_id=call.id, name=call.name, arguments=call.arguments,
+                     message_id=self._tally.last_message_id, server_id=server_id),
+            )
+            await self._journal.flush()
+            try:
+                outcome: ToolOutcome = await self._race_stop(toolbox.call(call.name, call.arguments))
+            except _Stopped:
+                await self._tool_result(call, UNKNOWN_RESULT.format(why="stopped"), "unknown", row_id)
+                raise
+            await self._tool_result(call, outcome.text, "failed" if outcome.is_error else "completed", row_id)
+        return True
+
+    async def _tool_result(self, call: ToolCall, text: str, status: str, row_id: str | None) -> None:
+        message_id = await self._store(
+            "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
+        )
+        if row_id is not None:
+            await self._db_call(_tool_finished_row, row_id, status, text)
+        await self._journal.emit(
+            "tool_result",
+            {"id": call.id, "name": call.name, "content": text, "status": status,
+             "message_id": message_id},
+        )
+
+    async def _guard(self, what: str) -> str:
+        note = GUARD_MESSAGE.format(what=what)
+        self._tally.last_message_id = await self._store("assistant", note, meta={"guard": True})
+        return note
+
+    # -- endings ----------------------------------------------------------------------------
+    async def _finish(
+        self, status: str, *, note: str | None = None, error: tuple[str, str] | None = None
+    ) -> None:
+        if error is not None:
+            await self._journal.emit("error", {"code": error[0], "message": error[1]})
+        else:
+            await self._journal.emit(
+                "done",
+                {"status": status, "message_id": self._tally.last_message_id, "note": note,
+                 "usage": self._tally.usage, "cost": round(self._tally.cost, 8)},
+            )
+        await self._db_call(
+            _finish_row, self.job.run_id, status,
+            error[0] if error else None, error[1] if error else None, note,
+        )
+
+    async def _finish_quietly(self, status: str, code: str, message: str) -> None:
+        with _suppress_all():
+            await asyncio.shield(self._finish(status, error=(code, message)))
+
+
+# Small adapters so ``_db_call`` can pass keyword data through a worker thread.
+def _ledger_row(session: Any, data: dict[str, Any]) -> None:
+    runs.record_usage(session, **data)
+
+
+def _tool_started_row(session: Any, data: dict[str, Any]) -> str:
+    return runs.tool_started(session, **data)
+
+
+def _tool_finished_row(session: Any, row_id: str, status: str, result: str) -> None:
+    runs.tool_finished(session, row_id, status, result)
+
+
+def _finish_row(
+    session: Any, run_id: str, status: str, code: str | None, message: str | None, note: str | None
+) -> None:
+    runs.finish_run(session, run_id, status, error_code=code, error_message=message, note=note)
+
+
+class _suppress_all:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return exc[0] is not None and not issubclass(exc[0], KeyboardInterrupt)  # type: ignore[arg-type]
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> bool:
+        return self.__exit__(*exc)
+
+
+def arguments_dict(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,276 @@
+"""The durable side of runs: rows, stored events, tool-call records and the usage ledger.
+
+Plain synchronous functions over a SQLAlchemy ``Session`` (the runner calls them in a worker
+thread, routes call them directly).  Every lookup is scoped to the owner: a foreign run id
+answers exactly like a missing one (STORE-1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from chatmem.errors import NotFound
+from chatmem.store.tables.runs import Run, RunEventRow, ToolCallRow, UsageRow
+from chatmem.store.types import iso, utcnow
+from chatmem.turns.events import RunEvent
+
+FINISHED_STATUSES = frozenset({"completed", "stopped", "interrupted", "failed"})
+
+
+def owned_run(session: Session, user_id: str, run_id: str) -> Run:
+    run = session.get(Run, run_id)
+    if run is None or run.user_id != user_id:
+        raise NotFound("run")
+    return run
+
+
+def run_for_idempotency_key(session: Session, user_id: str, key: str) -> Run | None:
+    return session.scalars(
+        select(Run).where(Run.user_id == user_id, Run.idempotency_key == key)
+    ).first()
+
+
+def running_run(session: Session, conversation_id: str) -> Run | None:
+    return session.scalars(
+        select(Run)
+        .where(Run.conversation_id == conversation_id, Run.status == "running")
+        .order_by(Run.created_at.desc())
+    ).first()
+
+
+def conversation_runs(
+    session: Session, conversation_id: str, *, active_only: bool = False, limit: int = 50
+) -> list[Run]:
+    query = select(Run).where(Run.conversation_id == conversation_id)
+    if active_only:
+        query = query.where(Run.status == "running")
+    return list(session.scalars(query.order_by(Run.created_at.desc()).limit(limit)))
+
+
+def create_run(
+    session: Session,
+    *,
+    user_id: str,
+    conversation_id: str,
+    user_message_id: str | None,
+    replica_id: str,
+    idempotency_key: str | None = None,
+    profile_id: str | None = None,
+) -> Run:
+    now = utcnow()
+    run = Run(
+        user_id=user_id,
+        conversation_id=conversation_id,
+        user_message_id=user_message_id,
+        idempotency_key=idempotency_key,
+        profile_id=profile_id,
+        replica_id=replica_id,
+        status="running",
+        heartbeat_at=now,
+        created_at=now,
+        last_seq=0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost=0.0,
+    )
+    session.add(run)
+    session.flush()
+    return run
+
+
+def store_events(session: Session, run_id: str, events: Sequence[RunEvent]) -> None:
+    if not events:
+        return
+    now = utcnow()
+    session.add_all(
+        RunEventRow(run_id=run_id, seq=e.seq, type=e.type, data=e.data, created_at=now)
+        for e in events
+    )
+    session.execute(
+        update(Run).where(Run.id == run_id).values(last_seq=max(e.seq for e in events))
+    )
+
+
+def events_after(session: Session, run_id: str, after: int, limit: int | None = None) -> list[RunEvent]:
+    query = (
+        select(RunEventRow)
+        .where(RunEventRow.run_id == run_id, RunEventRow.seq > after)
+        .order_by(RunEventRow.seq)
+    )
+    if limit is not None:
+        query = query.limit(limit)
+    return [RunEvent(r.seq, r.type, dict(r.data)) for r in session.scalars(query)]
+
+
+def last_seq(session: Session, run_id: str) -> int:
+    value = session.scalar(select(func.max(RunEventRow.seq)).where(RunEventRow.run_id == run_id))
+    return int(value or 0)
+
+
+def finish_run(
+    session: Session,
+    run_id: str,
+    status: str,
+    *,
+    error_code: str | None = None,
+    error_message: str | None = None,
+    note: str | None = None,
+) -> None:
+    assert status in FINISHED_STATUSES
+    session.execute(
+        update(Run)
+        .where(Run.id == run_id)
+        .values(
+            status=status,
+            error_code=error_code,
+            error_message=error_message,
+            note=note,
+            finished_at=utcnow(),
+        )
+    )
+
+
+def heartbeat(session: Session, run_ids: Iterable[str], replica_id: str) -> None:
+    ids = list(run_ids)
+    if ids:
+        session.execute(
+            update(Run)
+            .where(Run.id.in_(ids), Run.status == "running")
+            .values(heartbeat_at=utcnow(), replica_id=replica_id)
+        )
+
+
+# --- tool calls ---------------------------------------------------------------------------
+
+def tool_started(
+    session: Session,
+    *,
+    run_id: str,
+    conversation_id: str,
+    call_id: str,
+    name: str,
+    arguments: str,
+    message_id: str | None,
+    server_id: str | None,
+) -> str:
+    """Record a tool call *before* it is made, so a crash leaves evidence (TURN-3)."""
+    row = ToolCallRow(
+        run_id=run_id,
+        conversation_id=conversation_id,
+        call_id=call_id,
+        name=name,
+        arguments=arguments,
+        message_id=message_id,
+        server_id=server_id,
+        status="started",
+        started_at=utcnow(),
+    )
+    session.add(row)
+    session.flush()
+    return row.id
+
+
+def tool_finished(session: Session, row_id: str, status: str, result: str) -> None:
+    session.execute(
+        update(ToolCallRow)
+        .where(ToolCallRow.id == row_id)
+        .values(status=status, result=result, finished_at=utcnow())
+    )
+
+
+def run_tool_calls(session: Session, run_id: str) -> list[ToolCallRow]:
+    return list(
+        session.scalars(
+            select(ToolCallRow).where(ToolCallRow.run_id == run_id).order_by(ToolCallRow.started_at)
+        )
+    )
+
+
+# --- usage ledger (USE-1) -----------------------------------------------------------------
+
+def record_usage(
+    session: Session,
+    *,
+    user_id: str,
+    conversation_id: str | None,
+    run_id: str | None,
+    kind: str,
+    profile_id: str | None,
+    model: str | None,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cost: float,
+    estimated_prompt_tokens: int | None = None,
+) -> None:
+    session.add(
+        UsageRow(
+            user_id=user_id,
+            conversation_id=conversation_id,
+            run_id=run_id,
+            kind=kind,
+            profile_id=profile_id,
+            model=model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            estimated_prompt_tokens=estimated_prompt_tokens,
+            cost=cost,
+            created_at=utcnow(),
+        )
+    )
+    if run_id is not None:
+        session.execute(
+            update(Run)
+            .where(Run.id == run_id)
+            .values(
+                prompt_tokens=Run.prompt_tokens + prompt_tokens,
+                completion_tokens=Run.completion_tokens + completion_tokens,
+                cost=Run.cost + cost,
+            )
+        )
+
+
+def conversation_cost(session: Session, conversation_id: str) -> float:
+    value = session.scalar(
+        select(func.coalesce(func.sum(UsageRow.cost), 0.0)).where(
+            UsageRow.conversation_id == conversation_id
+        )
+    )
+    return float(value or 0.0)
+
+
+def spent_since(session: Session, user_id: str, since: datetime) -> float:
+    value = session.scalar(
+        select(func.coalesce(func.sum(UsageRow.cost), 0.0)).where(
+            UsageRow.user_id == user_id, UsageRow.created_at >= since
+        )
+    )
+    return float(value or 0.0)
+
+
+# --- public shapes ------------------------------------------------------------------------
+
+def run_public(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "conversation_id": run.conversation_id,
+        "status": run.status,
+        "user_message_id": run.user_message_id,
+        "error": (
+            {"code": run.error_code, "message": run.error_message} if run.error_code else None
+        ),
+        "note": run.note,
+        "usage": {
+            "prompt_tokens": run.prompt_tokens,
+            "completion_tokens": run.completion_tokens,
+        },
+        "cost": round(run.cost, 8),
+        "currency": "USD",
+        "last_event_id": run.last_seq,
+        "created_at": iso(run.created_at),
+        "finished_at": iso(run.finished_at),
+    }

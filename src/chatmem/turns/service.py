@@ -1,0 +1,394 @@
+"""The turn service (``app.state.turns``): submits, watches, stops and recovers runs.
+
+It owns the server-side tasks that run turns (TURN-1): a turn is an ``asyncio`` task of the
+app, not of the request, so a client that disconnects cancels nothing.  On start it marks the
+runs of dead owners ``interrupted`` (TURN-3); while running it heartbeats its runs and
+refreshes their conversation locks; on shutdown it cancels its tasks, which end their runs as
+``interrupted`` with what was completed kept.
+
+One turn (or compaction) per conversation at a time: the coordinator lock
+``conversation:{id}`` is held for the whole run.  The database row says which of the two
+holds it, for the right refusal (``turn_running`` / ``compaction_running``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import anyio
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from chatmem.context.errors import DoesNotFit
+from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunning
+from chatmem.models.ssrf import EndpointPolicy
+from chatmem.settings import Settings
+from chatmem.store.db import Database
+from chatmem.store.tables.conversations import File
+from chatmem.store.types import utcnow
+from chatmem.turns import recovery, runs
+from chatmem.turns.compaction import client_for
+from chatmem.turns.context_view import ContextCache
+from chatmem.turns.coordinator import Coordinator, LocalCoordinator
+from chatmem.turns.events import RunEvent
+from chatmem.turns.inputs import TurnInputs, load_inputs, owned_conversation_row, store_message
+from chatmem.turns.journal import EventJournal
+from chatmem.turns.runner import TurnJob, TurnRunner
+from chatmem.turns.tools import McpToolBox, ToolBox, load_mcp_servers
+
+log = logging.getLogger(__name__)
+
+LOCK_TTL = 60.0
+HEARTBEAT_SECONDS = 5.0
+MAX_CONTENT_CHARS = 1_000_000
+
+
+def lock_name(conversation_id: str) -> str:
+    return f"conversation:{conversation_id}"
+
+
+@dataclass(frozen=True)
+class Submitted:
+    run_id: str
+    created: bool
+
+
+class TurnService:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        coordinator: Coordinator | None = None,
+        *,
+        model_factory: Callable[[TurnInputs], Any] | None = None,
+        toolbox_factory: Callable[[], Awaitable[ToolBox]] | None = None,
+        secrets: Any = None,
+    ) -> None:
+        self.db = db
+        self.secrets = secrets
+        self.settings = settings
+        self.coordinator = coordinator or LocalCoordinator()
+        self._model_factory = model_factory or (lambda inputs: client_for(inputs.target, settings))
+        self._toolbox_factory = toolbox_factory or self._default_toolbox
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._locks: dict[str, tuple[str, str]] = {}  # run id -> (lock name, token)
+        self._background: asyncio.Task[None] | None = None
+        self._closing = False
+        self.context_cache = ContextCache()
+        #: The tool schemas offered in the last turn, for the context endpoint's Tools row
+        #: (listing MCP tools on every keystroke would be far too slow).
+        self.known_tools: list[dict[str, Any]] = []
+
+    @classmethod
+    def from_settings(cls, db: Database, settings: Settings, secrets: Any = None) -> TurnService:
+        coordinator: Coordinator
+        if settings.redis_url:
+            from chatmem.turns.redis_coordinator import RedisCoordinator
+
+            coordinator = RedisCoordinator(settings.redis_url)
+        else:
+            coordinator = LocalCoordinator()
+        return cls(db, settings, coordinator, secrets=secrets)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.coordinator.start()
+        await self.recover()
+        self._background = asyncio.create_task(self._heartbeat_loop(), name="chatmem-turns-heartbeat")
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._background is not None:
+            self._background.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._background
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await self.coordinator.close()
+
+    async def wait_idle(self, timeout: float = 30.0) -> None:
+        """Waits until no turn runs in this process (tests, benchmarks)."""
+        with anyio.fail_after(timeout):
+            while self._tasks:
+                await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
+    async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        def work() -> Any:
+            with self.db.session() as session:
+                return fn(session, *args, **kwargs)
+
+        return await anyio.to_thread.run_sync(work)
+
+    async def recover(self) -> list[str]:
+        """Marks runs whose owner is dead ``interrupted`` (TURN-3, SCALE-2)."""
+        candidates = await self._db(
+            lambda s: [(r.id, r.replica_id, r.conversation_id) for r in recovery.running_runs(s)]
+        )
+        done: list[str] = []
+        for run_id, replica_id, conversation_id in candidates:
+            if run_id in self._tasks or await self.coordinator.replica_alive(replica_id):
+                continue
+            if await self._db(recovery.interrupt_run, run_id):
+                done.append(run_id)
+                await self.coordinator.force_release(lock_name(conversation_id))
+        if done:
+            log.info("marked %d run(s) interrupted after their process died", len(done))
+        return done
+
+    async def _heartbeat_loop(self) -> None:
+        ticks = 0
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            ticks += 1
+            try:
+                for _run_id, (name, token) in list(self._locks.items()):
+                    await self.coordinator.refresh(name, token, LOCK_TTL)
+                if self._tasks:
+                    await self._db(runs.heartbeat, list(self._tasks), self.coordinator.replica_id)
+                if self.settings.redis_url and ticks % 3 == 0:
+                    await self.recover()
+            except Exception:  # a blip must not end the heartbeat
+                log.exception("turn heartbeat failed")
+
+    async def _default_toolbox(self) -> ToolBox:
+        servers = await self._db(load_mcp_servers, self.settings, self.secrets)
+        if not servers:
+            self.known_tools = []
+            return ToolBox()
+        box = await McpToolBox.open(servers, EndpointPolicy.from_settings(self.settings))
+        self.known_tools = list(box.schemas)
+        return box
+
+    # -- locks ------------------------------------------------------------------------------
+    async def _take_lock(self, user_id: str, conversation_id: str, *, for_turn: bool) -> str:
+        token = await self.coordinator.acquire(lock_name(conversation_id), LOCK_TTL)
+        if token is not None:
+            return token
+        running = await self._db(runs.running_run, conversation_id)
+        if running is not None and for_turn:
+            raise TurnRunning()
+        raise CompactionRunning()
+
+    # -- submit -----------------------------------------------------------------------------
+    async def submit(
+        self,
+        user_id: str,
+        conversation_id: str,
+        content: str,
+        *,
+        file_ids: list[str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Submitted:
+        if not content.strip() and not file_ids:
+            raise InvalidInput("content: write a message first")
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(f"content: at most {MAX_CONTENT_CHARS} characters")
+        await self._db(owned_conversation_row, user_id, conversation_id)
+        if idempotency_key:
+            existing = await self._db(runs.run_for_idempotency_key, user_id, idempotency_key)
+            if existing is not None:
+                if existing.conversation_id != conversation_id:
+                    raise InvalidInput("Idempotency-Key was already used for another conversation.")
+                return Submitted(existing.id, created=False)
+        token = await self._take_lock(user_id, conversation_id, for_turn=True)
+        name = lock_name(conversation_id)
+        try:
+            await self._db(self._precheck, user_id, conversation_id, content)
+            try:
+                run_id, message_id = await self._db(
+                    self._create, user_id, conversation_id, content, file_ids or [], idempotency_key
+                )
+            except IntegrityError:
+                # A concurrent retry with the same key won the race: answer with its run.
+                existing = await self._db(runs.run_for_idempotency_key, user_id, idempotency_key or "")
+                if existing is None:
+                    raise
+                await self.coordinator.release(name, token)
+                return Submitted(existing.id, created=False)
+        except BaseException:
+            await self.coordinator.release(name, token)
+            raise
+        self._locks[run_id] = (name, token)
+        await self.coordinator.open_run(run_id)
+        job = TurnJob(run_id, user_id, conversation_id, message_id)
+        self._tasks[run_id] = asyncio.create_task(self._run(job), name=f"chatmem-turn-{run_id}")
+        return Submitted(run_id, created=True)
+
+    def _precheck(self, session: Any, user_id: str, conversation_id: str, content: str) -> None:
+        """TURN-5: refuse before starting when the engine already says it cannot fit."""
+        inputs = load_inputs(
+            session, conversation_id, draft=content, user_id=user_id, secrets=self.secrets
+        )
+        try:
+            inputs.plan.require_fit()
+        except DoesNotFit:
+            raise
+
+    def _create(
+        self,
+        session: Any,
+        user_id: str,
+        conversation_id: str,
+        content: str,
+        file_ids: list[str],
+        idempotency_key: str | None,
+    ) -> tuple[str, str]:
+        message_id = store_message(
+            session, conversation_id, "user", content, self.settings, None, {}
+        )
+        if file_ids:
+            found = set(
+                session.scalars(
+                    select(File.id).where(File.id.in_(file_ids), File.conversation_id == conversation_id)
+                )
+            )
+            if found != set(file_ids):
+                raise NotFound("file")
+            session.execute(
+                update(File).where(File.id.in_(file_ids)).values(message_id=message_id)
+            )
+        run = runs.create_run(
+            session,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            user_message_id=message_id,
+            replica_id=self.coordinator.replica_id,
+            idempotency_key=idempotency_key,
+        )
+        return run.id, message_id
+
+    async def _run(self, job: TurnJob) -> None:
+        journal = EventJournal(job.run_id, self.db, self.coordinator)
+        runner = TurnRunner(
+            job,
+            db=self.db,
+            settings=self.settings,
+            coordinator=self.coordinator,
+            journal=journal,
+            toolbox_factory=self._toolbox_factory,
+            model_factory=self._model_factory,
+            secrets=self.secrets,
+        )
+        try:
+            await runner.run()
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._cleanup(job.run_id))
+
+    async def _cleanup(self, run_id: str) -> None:
+        self._tasks.pop(run_id, None)
+        held = self._locks.pop(run_id, None)
+        self.coordinator.forget_stop(run_id)
+        await self.coordinator.finish_run(run_id)
+        if held is not None:
+            await self.coordinator.release(*held)
+
+    # -- stop and watch ---------------------------------------------------------------------
+    async def stop(self, user_id: str, run_id: str) -> dict[str, Any]:
+        run = await self._db(runs.owned_run, user_id, run_id)
+        if run.status == "running":
+            await self.coordinator.request_stop(run_id)
+            task = self._tasks.get(run_id)
+            if task is not None:
+                with contextlib.suppress(Exception), anyio.move_on_after(10):
+                    await asyncio.shield(task)
+            else:
+                # Owned by another replica: give it a moment to notice.
+                with anyio.move_on_after(5):
+                    while (await self._db(runs.owned_run, user_id, run_id)).status == "running":
+                        await asyncio.sleep(0.1)
+        run = await self._db(runs.owned_run, user_id, run_id)
+        return runs.run_public(run)
+
+    async def watch(self, user_id: str, run_id: str, after: int) -> AsyncIterator[RunEvent]:
+        await self._db(runs.owned_run, user_id, run_id)
+        last = after
+        while True:
+            if await self.coordinator.is_live(run_id):
+                async for event in self.coordinator.watch(run_id, last):
+                    yield event
+                    last = event.seq
+                    if event.terminal:
+                        return
+            for event in await self._db(runs.events_after, run_id, last):
+                yield event
+                last = event.seq
+                if event.terminal:
+                    return
+            run = await self._db(runs.owned_run, user_id, run_id)
+            if run.status != "running" and last >= run.last_seq:
+                return
+            await asyncio.sleep(0.2)
+
+    def active_runs(self) -> list[str]:
+        return list(self._tasks)
+
+
+def stale_before(seconds: float) -> Any:
+    return utcnow() - timedelta(seconds=seconds)
+
+
+# --- manual compaction (CTX-11, CTX-12) -----------------------------------------------------
+
+def _compaction_plan(
+    session: Any, user_id: str, conversation_id: str, focus: str | None, secrets: Any = None
+) -> tuple[TurnInputs, Any]:
+    from chatmem import context as engine
+
+    inputs = load_inputs(
+        session, conversation_id, user_id=user_id, with_plan=False, secrets=secrets
+    )
+    request = engine.compaction_request(
+        inputs.conversation, inputs.profile, mode=inputs.mode, focus=focus, manual=True
+    )
+    return inputs, request
+
+
+async def compaction_price(
+    service: TurnService, user_id: str, conversation_id: str, focus: str | None
+) -> dict[str, Any]:
+    _, request = await service._db(_compaction_plan, user_id, conversation_id, focus)
+    if request is None:
+        return {"available": False, "price": 0.0, "currency": "USD",
+                "message": "Nothing to compress yet"}
+    return {
+        "available": True,
+        "price": round(float(request.estimated_cost), 8),
+        "currency": "USD",
+        "message_count": int(request.message_count),
+    }
+
+
+async def compact_now(
+    service: TurnService, user_id: str, conversation_id: str, focus: str | None
+) -> dict[str, Any]:
+    from chatmem.errors import NothingToCompress
+    from chatmem.turns.compaction import run_compaction
+
+    await service._db(owned_conversation_row, user_id, conversation_id)
+    token = await service._take_lock(user_id, conversation_id, for_turn=False)
+    try:
+        inputs, request = await service._db(
+            _compaction_plan, user_id, conversation_id, focus, service.secrets
+        )
+        if request is None:
+            raise NothingToCompress()
+        from chatmem.turns.usage import check_can_spend
+
+        await service._db(check_can_spend, user_id, service.settings, float(request.estimated_cost))
+        outcome = await run_compaction(
+            service.db, service.settings, inputs, request=request, kind="compaction",
+            user_id=user_id, focus=focus,
+        )
+    finally:
+        await service.coordinator.release(lock_name(conversation_id), token)
+    return {**outcome.public(), "price": round(float(request.estimated_cost), 8), "currency": "USD"}

@@ -1,0 +1,71 @@
+"""Runs: status, stop, and the Server-Sent Events stream (TURN-1, TURN-2, TURN-6)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from chatmem.errors import InvalidInput
+from chatmem.turns import runs
+from chatmem.web.api.routes.turns import turn_service
+from chatmem.web.deps import CurrentUser, DbSession
+
+router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
+
+
+@router.get("/{run_id}")
+def get_run(run_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
+    return runs.run_public(runs.owned_run(session, user.id, run_id))
+
+
+@router.post("/{run_id}/stop")
+async def stop_run(run_id: str, request: Request, user: CurrentUser) -> dict[str, Any]:
+    """Stops the turn; what was completed (and the text streamed so far) is kept."""
+    return await turn_service(request).stop(user.id, run_id)
+
+
+def _cursor(value: str | None) -> int:
+    if value is None or value == "":
+        return 0
+    try:
+        cursor = int(value)
+    except ValueError:
+        raise InvalidInput("Last-Event-ID must be an event sequence number") from None
+    if cursor < 0:
+        raise InvalidInput("Last-Event-ID must not be negative")
+    return cursor
+
+
+@router.get("/{run_id}/events")
+async def run_events(
+    run_id: str,
+    request: Request,
+    user: CurrentUser,
+    last_event_id: Annotated[str | None, Header()] = None,
+    after: Annotated[str | None, Query()] = None,
+) -> StreamingResponse:
+    """SSE: replays stored events after ``Last-Event-ID`` (or ``?after=``), then follows live;
+    ends after ``done`` or ``error``."""
+    cursor = _cursor(last_event_id if last_event_id is not None else after)
+    service = turn_service(request)
+    events = service.watch(user.id, run_id, cursor)
+    # Ownership is checked on the first step, before the 200 goes out.
+    first = await anext(events, None)
+
+    async def stream() -> AsyncIterator[str]:
+        if first is None:
+            return
+        yield first.sse()
+        if first.terminal:
+            return
+        async for event in events:
+            yield event.sse()
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,59 @@
+"""``POST /api/v1/conversations/{id}/turns`` (TURN-1, TURN-6) and the conversation's runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from chatmem.turns import runs
+from chatmem.turns.inputs import owned_conversation_row
+from chatmem.turns.service import TurnService
+from chatmem.web.deps import CurrentUser, DbSession
+
+router = APIRouter(prefix="/api/v1/conversations", tags=["turns"])
+
+
+class TurnCreate(BaseModel):
+    content: str = Field(default="", max_length=1_000_000)
+    file_ids: list[str] = Field(default_factory=list, max_length=100)
+
+
+def turn_service(request: Request) -> TurnService:
+    return request.app.state.turns  # type: ignore[no-any-return]
+
+
+@router.post("/{conversation_id}/turns", status_code=202)
+async def start_turn(
+    conversation_id: str,
+    body: TurnCreate,
+    request: Request,
+    user: CurrentUser,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> JSONResponse:
+    """Stores the message and starts the turn as a server-owned task; answers 202 at once."""
+    submitted = await turn_service(request).submit(
+        user.id,
+        conversation_id,
+        body.content,
+        file_ids=body.file_ids,
+        idempotency_key=idempotency_key or None,
+    )
+    return JSONResponse(
+        {"run_id": submitted.run_id, "created": submitted.created}, status_code=202
+    )
+
+
+@router.get("/{conversation_id}/runs")
+def list_runs(
+    conversation_id: str,
+    user: CurrentUser,
+    session: DbSession,
+    active: Annotated[bool, Query()] = False,
+) -> dict[str, Any]:
+    """The conversation's runs, newest first; ``?active=1`` finds a running turn."""
+    owned_conversation_row(session, user.id, conversation_id)
+    items = runs.conversation_runs(session, conversation_id, active_only=active)
+    return {"items": [runs.run_public(r) for r in items]}

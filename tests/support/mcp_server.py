@@ -1,0 +1,170 @@
+"""A real MCP server (MCP SDK, streamable HTTP on loopback) for the turn tests (TURN-4).
+
+Run as a subprocess so it outlives a killed ``chatmem serve``::
+
+    python -m tests.support.mcp_server --port 0 --token secret
+
+It prints ``READY <port>`` once listening.  Tools:
+
+- ``echo(text)`` — returns the text;
+- ``add(a, b)`` — returns the sum;
+- ``slow(seconds, label)`` — sleeps, then returns; for mid-tool-call kill tests.
+
+Every call is counted *when it starts*; ``GET /stats`` (no auth) answers
+``{"calls": {"echo": n, …}, "started": [...], "finished": [...]}`` so a test can prove a call
+never ran twice.  When ``--token`` is given, MCP requests must carry
+``Authorization: Bearer <token>`` (the authenticated client of TURN-4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+CALLS: Counter[str] = Counter()
+STARTED: list[str] = []
+FINISHED: list[str] = []
+
+
+def build_app(token: str | None) -> Any:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+
+    server = MCPServer("chatmem-test-tools")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        CALLS["echo"] += 1
+        return text
+
+    @server.tool()
+    def add(a: int, b: int) -> str:
+        """Add two integers."""
+        CALLS["add"] += 1
+        return str(a + b)
+
+    @server.tool()
+    async def slow(seconds: float, label: str = "") -> str:
+        """Sleep for a while, then answer (used to kill the server mid-call)."""
+        CALLS["slow"] += 1
+        STARTED.append(label)
+        await asyncio.sleep(seconds)
+        FINISHED.append(label)
+        return f"slept {seconds}s {label}".strip()
+
+    @server.custom_route("/stats", methods=["GET"])
+    async def stats(_: Request) -> Response:
+        return JSONResponse({"calls": dict(CALLS), "started": STARTED, "finished": FINISHED})
+
+    app = server.streamable_http_app(
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    if token is None:
+        return app
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/mcp"):
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await JSONResponse({"error": "unauthorized"}, status_code=401)(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def main() -> None:
+    import uvicorn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token", default=None)
+    args = parser.parse_args()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", args.port))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(build_app(args.token), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+
+    async def serve() -> None:
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            await asyncio.sleep(0.02)
+        print(f"READY {port}", flush=True)
+        await task
+
+    asyncio.run(serve())
+
+
+@dataclass
+class McpServerProcess:
+    """A running test MCP server subprocess."""
+
+    process: subprocess.Popen[str]
+    port: int
+    token: str | None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def stats(self) -> dict[str, Any]:
+        return httpx.get(f"http://127.0.0.1:{self.port}/stats", timeout=5).json()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+@contextlib.contextmanager
+def running_mcp_server(token: str | None = "mcp-secret") -> Iterator[McpServerProcess]:
+    root = Path(__file__).resolve().parents[2]
+    cmd = [sys.executable, "-m", "tests.support.mcp_server", "--port", "0"]
+    if token:
+        cmd += ["--token", token]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATMEM_")}
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    port = 0
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith("READY "):
+            port = int(line.split()[1])
+            break
+        if not line and proc.poll() is not None:
+            break
+    if not port:
+        proc.kill()
+        raise RuntimeError("test MCP server did not start")
+    server = McpServerProcess(proc, port, token)
+    try:
+        yield server
+    finally:
+        server.stop()
+        proc.stdout.close()
+
+
+if __name__ == "__main__":
+    main()
