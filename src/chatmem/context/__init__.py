@@ -3,3 +3,76 @@
 Values in (messages, a summary, files, tool schemas, a profile, a tokenizer), a value out
 (a :class:`Plan`).  No I/O, no environment, nothing else of chatmem is imported here.
 """
+
+from chatmem.context.compaction import (
+    SUMMARY_SECTIONS,
+    CompactionRequest,
+    summary_message,
+)
+from chatmem.context.errors import DoesNotFit, EngineError, PlanInputError
+from chatmem.context.modes import TRUNCATION_MARKER, effective_mode, full_threshold
+from chatmem.context.plan import (
+    Breakdown,
+    CompactionDecision,
+    Plan,
+    compaction_request,
+    plan,
+)
+from chatmem.context.prices import PriceEstimate, price_for
+from chatmem.context.tokens import (
+    TOKENIZER_NAMES,
+    Tokenizer,
+    calibrated,
+    calibration_factor,
+    count_message,
+    count_text,
+    count_tools,
+    get_tokenizer,
+)
+from chatmem.context.values import (
+    MODES,
+    Conversation,
+    File,
+    Message,
+    Mode,
+    Prices,
+    Profile,
+    Summary,
+    ToolCall,
+)
+
+__all__ = [
+    "MODES",
+    "SUMMARY_SECTIONS",
+    "TOKENIZER_NAMES",
+    "TRUNCATION_MARKER",
+    "Breakdown",
+    "CompactionDecision",
+    "CompactionRequest",
+    "Conversation",
+    "DoesNotFit",
+    "EngineError",
+    "File",
+    "Message",
+    "Mode",
+    "Plan",
+    "PlanInputError",
+    "PriceEstimate",
+    "Prices",
+    "Profile",
+    "Summary",
+    "ToolCall",
+    "Tokenizer",
+    "calibrated",
+    "calibration_factor",
+    "compaction_request",
+    "count_message",
+    "count_text",
+    "count_tools",
+    "effective_mode",
+    "full_threshold",
+    "get_tokenizer",
+    "plan",
+    "price_for",
+    "summary_message",
+]

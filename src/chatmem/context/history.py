@@ -1,0 +1,117 @@
+"""Walking a conversation's history from the newest message backwards, one pair at a time.
+
+A *pair* (CTX-15) is a user question and everything after it up to the next user question:
+the answer, and the assistant tool calls and tool results in between.  Messages before the
+first user question form a leading pair of their own that is never "complete".  A pair is
+*complete* when it starts with a user message and ends with an assistant message that asks
+for no tool call.  Excluding any message of a pair excludes the whole pair.
+
+The walker is the engine's only loop over history and it runs backwards from a stop index,
+so planning touches only as much of the tail as the mode needs (cost grows with the window,
+not with the history).  It stops by itself at the summary boundary (the message whose id is
+``Summary.through``, CTX-9) and the caller stops it when the token budget is spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from chatmem.context.errors import PlanInputError
+from chatmem.context.values import Message
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    start: int  # index of its first message
+    stop: int  # index after its last message
+    tokens: int  # sum of the messages' cached counts
+    complete: bool
+    excluded: bool
+
+
+TokensOf = Callable[[Message], int]
+
+
+def is_complete(messages: Sequence[Message], start: int, stop: int) -> bool:
+    last = messages[stop - 1]
+    return (
+        messages[start].role == "user"
+        and stop - start >= 2
+        and last.role == "assistant"
+        and not last.tool_calls
+    )
+
+
+class PairWalker:
+    """Iterate the pairs of ``messages[:stop]`` newest first, down to the summary boundary.
+
+    After iteration ``boundary`` is the index of the summary's last message, or -1 when there
+    is no summary (the walk reached the start).  While iteration is cut short by the caller
+    it stays ``None`` (unknown)."""
+
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        stop: int,
+        through: str | None,
+        tokens_of: TokensOf,
+    ) -> None:
+        self.messages = messages
+        self.stop = stop
+        self.through = through
+        self.tokens_of = tokens_of
+        self.boundary: int | None = None
+
+    def __iter__(self) -> Iterator[Pair]:
+        messages = self.messages
+        through = self.through
+        tokens_of = self.tokens_of
+        end = self.stop
+        tokens = 0
+        excluded = False
+        i = end - 1
+        while i >= 0:
+            message = messages[i]
+            if through is not None and message.id == through:
+                self.boundary = i
+                if end > i + 1:
+                    yield Pair(i + 1, end, tokens, is_complete(messages, i + 1, end), excluded)
+                return
+            cached = message.tokens
+            tokens += cached if cached is not None else tokens_of(message)
+            excluded = excluded or message.excluded
+            if message.role == "user":
+                yield Pair(i, end, tokens, is_complete(messages, i, end), excluded)
+                end = i
+                tokens = 0
+                excluded = False
+            i -= 1
+        if end > 0:
+            yield Pair(0, end, tokens, False, excluded)
+        if through is not None:
+            raise PlanInputError(
+                f"the summary covers messages up to {through!r}, which is not in the conversation"
+            )
+        self.boundary = -1
+
+
+def find_backward(messages: Sequence[Message], message_id: str, before: int) -> int:
+    """Index of ``message_id`` searching backwards from ``before`` (exclusive)."""
+    for i in range(before - 1, -1, -1):
+        if messages[i].id == message_id:
+            return i
+    raise PlanInputError(f"message {message_id!r} is not in the conversation")
+
+
+def excluded_flags(messages: Sequence[Message], stop: int) -> list[bool]:
+    """For each message below ``stop``: does it belong to an excluded pair?  One forward pass."""
+    flags = [False] * stop
+    start = 0
+    for i in range(stop + 1):
+        if i == stop or (messages[i].role == "user" and i > start):
+            if any(messages[j].excluded for j in range(start, i)):
+                for j in range(start, i):
+                    flags[j] = True
+            start = i
+    return flags
