@@ -27,6 +27,7 @@ app = typer.Typer(
 # Modules that register commands on ``app`` (each defines ``register(app)``).
 COMMAND_MODULES = [
     "serve",
+    "exchange",
     "context",
     "accounts",
 ]

@@ -151,6 +151,7 @@ def native_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         files=files,
         created_at=check.time(item, "created_at"),
         updated_at=check.time(item, "updated_at"),
+        extra={"instructions": check.string(item, "instructions") or ""},
     )
 
 
@@ -210,12 +211,19 @@ def _summary(data: Mapping[str, Any], parent: _Check, known: set[str], default_v
     version = data.get("version", default_version)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise check.fail("version", "must be a positive whole number")
+    cost = data.get("cost", 0.0)
+    if cost is None:
+        cost = 0.0
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
+        raise check.fail("cost", "must be a number")
     return ImportedSummary(
         text=text,
         through=through,
         version=version,
         focus=check.string(data, "focus"),
         created_at=check.time(data, "created_at"),
+        model=check.string(data, "model"),
+        cost=float(cost),
     )
 
 

@@ -43,6 +43,8 @@ class ImportedSummary:
     version: int = 1
     focus: str | None = None
     created_at: datetime | None = None
+    model: str | None = None
+    cost: float = 0.0
 
 
 @dataclass(frozen=True)

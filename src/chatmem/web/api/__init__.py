@@ -9,6 +9,8 @@ from fastapi import APIRouter
 # Each module in routes/ exposes ``router``.  Listed here so the order in /openapi.json is stable.
 ROUTE_MODULES = [
     "health",
+    "exchange",
+    "archive",
     "auth",
     "folders",
     "conversations",

@@ -1,0 +1,232 @@
+"""Stored rows → the ``chatmem.export/1`` document (STORE-5), lazily.
+
+:func:`exported_conversation` builds the head of one conversation (title, folder by name,
+pin, mode, non-secret profile settings, summaries) and hands messages over as a generator
+that pages through ``(conversation_id, seq)`` with plain Core rows, so exporting a huge
+conversation never loads it whole and never fills the ORM identity map.  The session must
+stay open while the chunks are consumed.
+
+Profile settings come from the linked profile when the profiles table knows it, else from
+the settings an earlier import brought (``conversations.meta["profile"]``).  Only the four
+engine knobs are ever written — never names, endpoints or API keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Table, select
+from sqlalchemy.orm import Session
+
+from chatmem.errors import NotFound
+from chatmem.store.base import Base
+from chatmem.store.exchange.native import ExportedConversation, export_chunks
+from chatmem.store.exchange.records import PROFILE_KEYS, format_time
+from chatmem.store.tables.accounts import User
+from chatmem.store.tables.conversations import (
+    TOKEN_COLUMNS,
+    Conversation,
+    File,
+    Folder,
+    Message,
+    Summary,
+)
+
+PAGE = 1_000
+
+
+def export_conversation_ids(
+    session: Session, user: User, conversation_id: str | None = None
+) -> list[str]:
+    """The live conversations to export, oldest first; a foreign or archived id is NotFound."""
+    stmt = select(Conversation.id).where(
+        Conversation.user_id == user.id, Conversation.archived_at.is_(None)
+    )
+    if conversation_id is not None:
+        found = session.scalar(stmt.where(Conversation.id == conversation_id))
+        if found is None:
+            raise NotFound("conversation")
+        return [found]
+    return list(session.scalars(stmt.order_by(Conversation.created_at, Conversation.id)))
+
+
+def export_stream(
+    session: Session,
+    conversation_ids: list[str],
+    *,
+    now: datetime | None = None,
+    with_tokens: bool = False,
+) -> Iterator[bytes]:
+    """The whole document as byte chunks; conversations are read one at a time.
+    ``with_tokens`` adds each message's cached counts, ``seq`` and ``meta`` (archives: a
+    restore puts them back as they were; an import of a user's file always recounts)."""
+    stamp = format_time(now or datetime.now(UTC))
+
+    def conversations() -> Iterator[ExportedConversation]:
+        for cid in conversation_ids:
+            conversation = session.get(Conversation, cid)
+            if conversation is None:  # deleted while the download ran
+                continue
+            yield exported_conversation(session, conversation, with_tokens=with_tokens)
+            session.expunge(conversation)
+
+    return export_chunks(conversations(), exported_at=stamp)
+
+
+def exported_conversation(
+    session: Session, conversation: Conversation, *, with_tokens: bool = False
+) -> ExportedConversation:
+    head: dict[str, Any] = {
+        "id": conversation.id,
+        "title": conversation.title,
+        "folder": _folder_name(session, conversation.folder_id),
+        "pinned": bool(conversation.pinned),
+        "mode": conversation.mode,
+        "profile": profile_settings(session, conversation),
+    }
+    summaries = summaries_of(session, conversation.id)
+    head["summary"] = (
+        {"text": summaries[-1]["text"], "through": summaries[-1]["through"]} if summaries else None
+    )
+    head["summaries"] = summaries
+    if conversation.instructions:
+        head["instructions"] = conversation.instructions
+    head["created_at"] = format_time(conversation.created_at)
+    head["updated_at"] = format_time(conversation.updated_at)
+    return ExportedConversation(
+        head=head,
+        messages=messages_of(session, conversation.id, with_tokens=with_tokens),
+        files=files_of(session, conversation.id),
+    )
+
+
+def _folder_name(session: Session, folder_id: str | None) -> str | None:
+    if folder_id is None:
+        return None
+    return session.scalar(select(Folder.name).where(Folder.id == folder_id))
+
+
+def messages_of(
+    session: Session, conversation_id: str, *, with_tokens: bool = False
+) -> Iterator[dict[str, Any]]:
+    """Messages in ``seq`` order, one page of Core rows at a time."""
+    token_columns = (
+        [*(getattr(Message, c) for c in TOKEN_COLUMNS.values()), Message.meta] if with_tokens else []
+    )
+    columns = (
+        Message.seq,
+        Message.id,
+        Message.role,
+        Message.content,
+        Message.excluded,
+        Message.created_at,
+        Message.tool_calls,
+        Message.tool_call_id,
+        *token_columns,
+    )
+    after = 0
+    while True:
+        rows = session.execute(
+            select(*columns)
+            .where(Message.conversation_id == conversation_id, Message.seq > after)
+            .order_by(Message.seq)
+            .limit(PAGE)
+        ).all()
+        for row in rows:
+            item: dict[str, Any] = {
+                "id": row.id,
+                "role": row.role,
+                "content": row.content,
+                "excluded": bool(row.excluded),
+                "created_at": format_time(row.created_at),
+            }
+            if row.tool_calls:
+                item["tool_calls"] = [
+                    {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments", "{}")}
+                    for c in row.tool_calls
+                ]
+            if row.tool_call_id:
+                item["tool_call_id"] = row.tool_call_id
+            if with_tokens:  # archive-only extras, restored as they were
+                item["tokens"] = {c: getattr(row, c) for c in TOKEN_COLUMNS.values()}
+                item["seq"] = row.seq
+                if row.meta:
+                    item["meta"] = row.meta
+            yield item
+        if len(rows) < PAGE:
+            return
+        after = rows[-1].seq
+
+
+def summaries_of(session: Session, conversation_id: str) -> list[dict[str, Any]]:
+    rows = session.execute(
+        select(Summary).where(Summary.conversation_id == conversation_id).order_by(Summary.version)
+    ).scalars()
+    out = []
+    for row in rows:
+        item: dict[str, Any] = {
+            "text": row.text,
+            "through": row.through_message_id,
+            "version": row.version,
+            "focus": row.focus,
+            "created_at": format_time(row.created_at),
+        }
+        if row.model:
+            item["model"] = row.model
+        if row.cost:
+            item["cost"] = row.cost
+        out.append(item)
+        session.expunge(row)
+    return out
+
+
+def files_of(session: Session, conversation_id: str) -> Iterator[dict[str, Any]]:
+    rows = session.execute(
+        select(File.id, File.name, File.content, File.message_id, File.state, File.created_at)
+        .where(File.conversation_id == conversation_id)
+        .order_by(File.created_at, File.id)
+    ).all()
+    for row in rows:
+        yield {
+            "id": row.id,
+            "name": row.name,
+            "content": row.content,
+            "message_id": row.message_id,
+            "state": row.state,
+        }
+
+
+def _profiles_table() -> Table | None:
+    from chatmem.store.tables import load_all
+
+    load_all()
+    table = Base.metadata.tables.get("profiles")
+    if table is None or "id" not in table.c:
+        return None
+    return table
+
+
+def profile_settings(session: Session, conversation: Conversation) -> dict[str, Any] | None:
+    """The four non-secret engine knobs of the conversation's profile, or None."""
+    table = _profiles_table() if conversation.profile_id else None
+    if table is not None:
+        wanted = [table.c[k] for k in PROFILE_KEYS if k in table.c]
+        if wanted:
+            where = [table.c.id == conversation.profile_id]
+            if "user_id" in table.c:
+                where.append(table.c.user_id == conversation.user_id)
+            row = session.execute(select(*wanted).where(*where)).first()
+            if row is not None:
+                values = {k: v for k, v in row._mapping.items() if v is not None}
+                if values:
+                    return {k: values[k] for k in PROFILE_KEYS if k in values}
+    meta = conversation.meta or {}
+    kept = meta.get("profile") if isinstance(meta, dict) else None
+    return dict(kept) if isinstance(kept, dict) else None
+
+
+def export_bytes(session: Session, conversation_ids: list[str]) -> bytes:
+    """The document in one piece (archives and tests; downloads use :func:`export_stream`)."""
+    return b"".join(export_stream(session, conversation_ids))

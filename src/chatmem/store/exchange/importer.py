@@ -1,0 +1,333 @@
+"""Write imported conversations into the store: one transaction, no duplicates (STORE-5).
+
+:func:`import_conversations` runs inside the caller's session and never commits: the caller's
+unit of work (``Database.session()`` or the request's ``DbSession``) commits when everything
+went in and rolls back on the first error, so a bad conversation in the middle of a file
+leaves the database exactly as it was.  Rows go in with Core ``INSERT``s in batches (no ORM
+identity map growing with the file), and memory stays bounded by one conversation plus a
+batch of rows.
+
+Duplicates: every imported conversation records its ``source`` key (``chatgpt:<id>``,
+``chatmem:<id>`` …; unique per user).  A key already present — or, for a chatmem export, the
+user's own conversation with that id — is skipped and counted.
+
+Ids: a chatmem export keeps its conversation, message and file ids when they are free (a
+lossless round trip to another server); when any is taken (the same file imported by another
+user) the whole conversation gets fresh ids, remapped consistently in summaries and files.
+Foreign exports always get fresh ids.  Token counts are computed here, at write time, with
+the storage core's counters (CTX-2), and quotas are enforced as for any new conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from chatmem.context.values import Message as EngineMessage
+from chatmem.store import quotas
+from chatmem.store.conversations import create_folder
+from chatmem.store.exchange.reader import read_conversations, sniff
+from chatmem.store.exchange.records import ImportedConversation
+from chatmem.store.exchange.source import ImportSource, Progress
+from chatmem.store.quotas import UNLIMITED, Limits
+from chatmem.store.tables.accounts import User
+from chatmem.store.tables.conversations import Conversation, File, Folder, Message, Summary
+from chatmem.store.tokens import counts_for_message, counts_for_text
+from chatmem.store.types import new_id, utcnow
+
+BATCH = 2_000
+_CONVERSATION_ID_MAX = 32
+_MESSAGE_ID_MAX = 64
+_FILE_ID_MAX = 32
+
+
+@dataclass
+class ImportResult:
+    format: str = ""
+    imported: int = 0  # conversations created
+    skipped: int = 0  # already present (same source key)
+    messages: int = 0
+    evicted: int = 0  # conversations removed by the conversation quota (STORE-4)
+    evicted_messages: int = 0  # oldest messages removed by the message quota
+    conversation_ids: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "imported": self.imported,
+            "skipped": self.skipped,
+            "messages": self.messages,
+            "evicted": self.evicted,
+            "evicted_messages": self.evicted_messages,
+            "conversation_ids": self.conversation_ids,
+        }
+
+
+class _Batch:
+    """Pending Core inserts, flushed table by table in dependency order."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.rows: dict[Any, list[dict[str, Any]]] = {
+            Conversation: [], Message: [], Summary: [], File: []
+        }
+        self.size = 0
+
+    def add(self, table: Any, row: dict[str, Any]) -> None:
+        self.rows[table].append(row)
+        self.size += 1
+        if self.size >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        for table in (Conversation, Message, Summary, File):  # foreign keys first
+            rows = self.rows[table]
+            if rows:
+                self.session.execute(insert(table), rows)
+                rows.clear()
+        self.size = 0
+
+
+def import_conversations(
+    session: Session,
+    user: User,
+    conversations: Iterable[ImportedConversation],
+    *,
+    fmt: str = "",
+    limits: Limits = UNLIMITED,
+) -> ImportResult:
+    """Store every new conversation of ``conversations``; the caller commits."""
+    result = ImportResult(format=fmt)
+    batch = _Batch(session)
+    folders: dict[str, str] = {}
+    seen: set[str] = set()
+    for conversation in conversations:
+        if conversation.source_key in seen or _already_there(session, user, conversation):
+            result.skipped += 1
+            continue
+        seen.add(conversation.source_key)
+        folder_id = _folder_id(session, user, conversation.folder, folders, limits, batch)
+        cid = _write(session, user, conversation, folder_id, batch, fresh_ids=fmt != "chatmem")
+        result.imported += 1
+        result.messages += len(conversation.messages)
+        result.conversation_ids.append(cid)
+    batch.flush()
+    session.flush()
+    if limits.messages is not None:
+        for cid in result.conversation_ids:
+            result.evicted_messages += quotas.enforce_message_quota(session, user, cid, limits)
+    result.evicted = quotas.enforce_conversation_quota(session, user, limits)
+    return result
+
+
+def _already_there(session: Session, user: User, conversation: ImportedConversation) -> bool:
+    key = conversation.source_key
+    found = session.scalar(
+        select(Conversation.id).where(Conversation.user_id == user.id, Conversation.source == key)
+    )
+    if found is not None:
+        return True
+    if key.startswith("chatmem:"):  # the user's own conversation, exported and brought back
+        owner = session.scalar(select(Conversation.user_id).where(Conversation.id == conversation.id))
+        return owner == user.id
+    return False
+
+
+def _folder_id(
+    session: Session,
+    user: User,
+    name: str | None,
+    cache: dict[str, str],
+    limits: Limits,
+    batch: _Batch,
+) -> str | None:
+    if name is None or not name.strip():
+        return None
+    name = name.strip()
+    if name not in cache:
+        found = session.scalar(
+            select(Folder.id).where(Folder.user_id == user.id, Folder.name == name).limit(1)
+        )
+        if found is None:
+            batch.flush()
+            found = create_folder(session, user, name, limits).id
+        cache[name] = found
+    return cache[name]
+
+
+def _ids_free(session: Session, model: Any, ids: list[str], longest: int) -> bool:
+    if any(len(i) > longest for i in ids):
+        return False
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        if session.scalar(select(model.id).where(model.id.in_(chunk)).limit(1)) is not None:
+            return False
+    return True
+
+
+def _id_map(
+    session: Session, conversation: ImportedConversation, batch: _Batch, fresh: bool
+) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The conversation id and message/file id maps: originals when all free, else fresh."""
+    message_ids = [m.id for m in conversation.messages]
+    file_ids = [f.id for f in conversation.files]
+    if not fresh and conversation.id:
+        batch.flush()  # ids pending in the batch must be visible to the check
+        if (
+            _ids_free(session, Conversation, [conversation.id], _CONVERSATION_ID_MAX)
+            and _ids_free(session, Message, message_ids, _MESSAGE_ID_MAX)
+            and _ids_free(session, File, file_ids, _FILE_ID_MAX)
+        ):
+            return conversation.id, {i: i for i in message_ids}, {i: i for i in file_ids}
+    return new_id(), {i: new_id() for i in message_ids}, {i: new_id() for i in file_ids}
+
+
+def _write(
+    session: Session,
+    user: User,
+    conversation: ImportedConversation,
+    folder_id: str | None,
+    batch: _Batch,
+    *,
+    fresh_ids: bool,
+) -> str:
+    cid, mids, fids = _id_map(session, conversation, batch, fresh_ids)
+    now = utcnow()
+    times = [m.created_at for m in conversation.messages if m.created_at is not None]
+    created = conversation.created_at or (min(times) if times else now)
+    updated = conversation.updated_at or (max(times) if times else created)
+    meta: dict[str, Any] = {}
+    if conversation.profile:
+        meta["profile"] = dict(conversation.profile)
+    batch.add(
+        Conversation,
+        {
+            "id": cid,
+            "user_id": user.id,
+            "title": conversation.title[:500],
+            "folder_id": folder_id,
+            "pinned": conversation.pinned,
+            "mode": conversation.mode or "full",
+            "profile_id": None,
+            "instructions": str(conversation.extra.get("instructions", "")),
+            "source": conversation.source_key[:300],
+            "created_at": created,
+            "updated_at": updated,
+            "last_active_at": max([updated, *times]),
+            "archived_at": None,
+            "meta": meta or None,
+        },
+    )
+    for row in message_rows(conversation, cid, mids, now):
+        batch.add(Message, row)
+    for row in summary_rows(conversation, cid, mids, now):
+        batch.add(Summary, row)
+    for row in file_rows(conversation, cid, mids, fids, now):
+        batch.add(File, row)
+    return cid
+
+
+def message_rows(
+    conversation: ImportedConversation,
+    cid: str,
+    mids: dict[str, str],
+    now: Any,
+    *,
+    cached: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Insert rows for the messages.  ``cached`` (by original message id: ``tokens``,
+    ``seq``, ``meta``) is trusted stored state — only our own hash-checked archives pass it;
+    everything else is numbered and counted here."""
+    cached = cached or {}
+    for seq, message in enumerate(conversation.messages, start=1):
+        kept = cached.get(message.id) or {}
+        value = EngineMessage(
+            id=mids[message.id],
+            role=message.role,
+            content=message.content,
+            tool_calls=message.tool_calls,
+            tool_call_id=message.tool_call_id,
+        )
+        yield {
+            "id": value.id,
+            "conversation_id": cid,
+            "seq": kept.get("seq") or seq,
+            "role": message.role,
+            "content": message.content,
+            "created_at": message.created_at or now,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+            ]
+            or None,
+            "tool_call_id": message.tool_call_id,
+            "excluded": message.excluded,
+            "meta": kept.get("meta"),
+            **(kept.get("tokens") or counts_for_message(value)),
+        }
+
+
+def summary_rows(
+    conversation: ImportedConversation, cid: str, mids: dict[str, str], now: Any
+) -> Iterator[dict[str, Any]]:
+    position = {m.id: index for index, m in enumerate(conversation.messages)}
+    first = conversation.messages[0].id if conversation.messages else None
+    versions: set[int] = set()
+    for summary in conversation.summaries:
+        version = summary.version
+        while version in versions:  # a hand-written export may repeat versions
+            version += 1
+        versions.add(version)
+        yield {
+            "id": new_id(),
+            "conversation_id": cid,
+            "version": version,
+            "first_message_id": mids[first] if first else None,
+            "through_message_id": mids[summary.through],
+            "message_count": position[summary.through] + 1,
+            "text": summary.text,
+            "focus": summary.focus,
+            "cost": float(summary.cost or 0.0),
+            "model": summary.model,
+            "created_at": summary.created_at or now,
+            **counts_for_text(summary.text),
+        }
+
+
+def file_rows(
+    conversation: ImportedConversation,
+    cid: str,
+    mids: dict[str, str],
+    fids: dict[str, str],
+    now: Any,
+) -> Iterator[dict[str, Any]]:
+    for item in conversation.files:
+        yield {
+            "id": fids[item.id],
+            "conversation_id": cid,
+            "message_id": mids[item.message_id] if item.message_id else None,
+            "name": (item.name.strip() or "file.txt")[:500],
+            "content": item.content,
+            "state": item.state,
+            "size": len(item.content.encode("utf-8")),
+            "created_at": now,
+            **counts_for_text(item.content),
+        }
+
+
+def import_source(
+    session: Session,
+    user: User,
+    source: ImportSource,
+    *,
+    limits: Limits = UNLIMITED,
+    on_progress: Progress | None = None,
+) -> ImportResult:
+    """Sniff, stream and store a whole file in the caller's transaction (all or nothing)."""
+    fmt = sniff(source)
+    return import_conversations(
+        session, user, read_conversations(source, fmt, on_progress), fmt=fmt, limits=limits
+    )
