@@ -1,0 +1,248 @@
+"""Reading ``chatmem.export/1`` documents into engine values (CONTRACT "Export format").
+
+Pure: takes already-parsed JSON (mappings and lists) and returns frozen values, or raises
+``PlanInputError`` with a message that says what is wrong and where (``conversations[0].
+messages[3].role: …``).  Used by ``chatmem context plan`` and by the importer to validate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from chatmem.context.errors import PlanInputError
+from chatmem.context.tokens import TOKENIZER_NAMES
+from chatmem.context.values import (
+    MODES,
+    Conversation,
+    File,
+    Message,
+    Mode,
+    Prices,
+    Profile,
+    Role,
+    Summary,
+    ToolCall,
+)
+
+EXPORT_FORMAT = "chatmem.export/1"
+ROLES: tuple[Role, ...] = ("user", "assistant", "system", "tool")
+FILE_STATES = ("auto", "pinned", "excluded")
+DEFAULT_MODE: Mode = "full"
+
+
+@dataclass(frozen=True)
+class ExportedConversation:
+    id: str
+    title: str
+    conversation: Conversation
+    profile: Profile
+    mode: Mode
+
+
+def _fail(where: str, problem: str) -> PlanInputError:
+    return PlanInputError(f"{where}: {problem}" if where else problem)
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(where, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> Sequence[Any]:
+    if not isinstance(value, list | tuple):
+        raise _fail(where, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _str(obj: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
+    value = obj.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise _fail(f"{where}.{key}", "expected a string" if key in obj else "missing")
+    return value
+
+
+def _bool(obj: Mapping[str, Any], key: str, where: str, default: bool = False) -> bool:
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise _fail(f"{where}.{key}", "expected true or false")
+    return value
+
+
+def _int(obj: Mapping[str, Any], key: str, where: str, default: int, minimum: int) -> int:
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _fail(f"{where}.{key}", f"expected a whole number of at least {minimum}")
+    return value
+
+
+def _tool_calls(value: Any, where: str) -> tuple[ToolCall, ...]:
+    if value is None:
+        return ()
+    calls = []
+    for k, item in enumerate(_list(value, where)):
+        here = f"{where}[{k}]"
+        call = _mapping(item, here)
+        function = call.get("function")
+        source = _mapping(function, f"{here}.function") if function is not None else call
+        arguments = source.get("arguments", "{}")
+        if not isinstance(arguments, str):
+            raise _fail(f"{here}.arguments", "expected a JSON string")
+        calls.append(
+            ToolCall(
+                id=cast(str, _str(call, "id", here)),
+                name=cast(str, _str(source, "name", here)),
+                arguments=arguments,
+            )
+        )
+    return tuple(calls)
+
+
+def _message(value: Any, where: str) -> Message:
+    obj = _mapping(value, where)
+    role = obj.get("role")
+    if role not in ROLES:
+        raise _fail(f"{where}.role", f"expected one of {', '.join(ROLES)}, got {role!r}")
+    content = obj.get("content", "")
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise _fail(f"{where}.content", "expected a string")
+    return Message(
+        id=cast(str, _str(obj, "id", where)),
+        role=role,
+        content=content,
+        excluded=_bool(obj, "excluded", where),
+        tool_calls=_tool_calls(obj.get("tool_calls"), f"{where}.tool_calls"),
+        tool_call_id=_str(obj, "tool_call_id", where, required=False),
+    )
+
+
+def _profile(value: Any, where: str) -> Profile:
+    if value is None:
+        return Profile()
+    obj = _mapping(value, where)
+    defaults = Profile()
+    tokenizer = obj.get("tokenizer") or defaults.tokenizer
+    if tokenizer not in TOKENIZER_NAMES:
+        raise _fail(f"{where}.tokenizer", f"expected one of {', '.join(TOKENIZER_NAMES)}")
+    prices = None
+    if obj.get("prices") is not None:
+        p = _mapping(obj["prices"], f"{where}.prices")
+        try:
+            prices = Prices(
+                input_per_mtok=float(p.get("input_per_mtok", 0.0)),
+                output_per_mtok=float(p.get("output_per_mtok", 0.0)),
+                free=bool(p.get("free", False)),
+            )
+        except (TypeError, ValueError):
+            raise _fail(f"{where}.prices", "expected numbers") from None
+    window = _int(obj, "context_window", where, defaults.context_window, 1)
+    reserve = _int(obj, "answer_reserve", where, defaults.answer_reserve, 0)
+    return Profile(
+        context_window=window,
+        answer_reserve=reserve,
+        tokenizer=tokenizer,
+        stateless=_bool(obj, "stateless", where),
+        model=_str(obj, "model", where, required=False),
+        prices=prices,
+        economy_pairs=_int(obj, "economy_pairs", where, defaults.economy_pairs, 0),
+        economy_batch=_int(obj, "economy_batch", where, defaults.economy_batch, 1),
+        full_keep_last=_int(obj, "full_keep_last", where, defaults.full_keep_last, 0),
+        window_messages=_int(obj, "window_messages", where, defaults.window_messages, 1),
+        window_chars=_int(obj, "window_chars", where, defaults.window_chars, 1),
+    )
+
+
+def conversation_from_export(obj: Mapping[str, Any]) -> tuple[Conversation, Profile, Mode]:
+    """One conversation object of ``chatmem.export/1`` as engine values."""
+    item = _exported(obj, "conversation")
+    return item.conversation, item.profile, item.mode
+
+
+def _exported(value: Any, where: str) -> ExportedConversation:
+    obj = _mapping(value, where)
+    conv_id = _str(obj, "id", where, required=False) or ""
+    title = obj.get("title") or ""
+    if not isinstance(title, str):
+        raise _fail(f"{where}.title", "expected a string")
+    mode = obj.get("mode") or DEFAULT_MODE
+    if mode not in MODES:
+        raise _fail(f"{where}.mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
+    messages = [
+        _message(m, f"{where}.messages[{k}]")
+        for k, m in enumerate(_list(obj.get("messages", []), f"{where}.messages"))
+    ]
+    ids: set[str] = set()
+    for k, message in enumerate(messages):
+        if message.id in ids:
+            raise _fail(f"{where}.messages[{k}].id", f"duplicate message id {message.id!r}")
+        ids.add(message.id)
+    summary = None
+    if obj.get("summary") is not None:
+        s = _mapping(obj["summary"], f"{where}.summary")
+        through = cast(str, _str(s, "through", f"{where}.summary"))
+        if through not in ids:
+            raise _fail(f"{where}.summary.through", f"no message with id {through!r}")
+        summary = Summary(
+            text=cast(str, _str(s, "text", f"{where}.summary")),
+            through=through,
+            focus=_str(s, "focus", f"{where}.summary", required=False),
+        )
+    files = []
+    for k, f in enumerate(_list(obj.get("files") or [], f"{where}.files")):
+        here = f"{where}.files[{k}]"
+        fo = _mapping(f, here)
+        state = fo.get("state") or "auto"
+        if state not in FILE_STATES:
+            raise _fail(f"{here}.state", f"expected one of {', '.join(FILE_STATES)}")
+        message_id = _str(fo, "message_id", here, required=False)
+        if message_id is not None and message_id not in ids:
+            raise _fail(f"{here}.message_id", f"no message with id {message_id!r}")
+        files.append(
+            File(
+                id=cast(str, _str(fo, "id", here)),
+                name=cast(str, _str(fo, "name", here)),
+                content=_str(fo, "content", here, required=False) or "",
+                message_id=message_id,
+                state=state,
+            )
+        )
+    instructions = _str(obj, "instructions", where, required=False) or ""
+    tools = [
+        _mapping(t, f"{where}.tools[{k}]")
+        for k, t in enumerate(_list(obj.get("tools") or [], f"{where}.tools"))
+    ]
+    conversation = Conversation(
+        messages=tuple(messages),
+        summary=summary,
+        files=tuple(files),
+        instructions=instructions,
+        tools=tuple(tools),
+    )
+    return ExportedConversation(
+        id=conv_id,
+        title=title,
+        conversation=conversation,
+        profile=_profile(obj.get("profile"), f"{where}.profile"),
+        mode=mode,
+    )
+
+
+def load_export(obj: Any) -> list[ExportedConversation]:
+    """Every conversation of a ``{"format": "chatmem.export/1", "conversations": [...]}``
+    document; a foreign or malformed document raises ``PlanInputError``."""
+    if not isinstance(obj, Mapping) or obj.get("format") != EXPORT_FORMAT:
+        raise PlanInputError(f"not a chatmem export (expected \"format\": \"{EXPORT_FORMAT}\")")
+    return [
+        _exported(c, f"conversations[{k}]")
+        for k, c in enumerate(_list(obj.get("conversations"), "conversations"))
+    ]
