@@ -1,0 +1,22 @@
+"""``make bench``: run every ``bench/*.py`` benchmark except this file, in name order."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    here = Path(__file__).resolve().parent
+    failed = 0
+    for script in sorted(here.glob("*.py")):
+        if script.name == Path(__file__).name or script.name.startswith("_"):
+            continue
+        print(f"== {script.name}", flush=True)
+        failed += subprocess.call([sys.executable, str(script)]) != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
