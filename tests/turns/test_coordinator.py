@@ -7,10 +7,10 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
+from tests.conftest import skip_or_fail
 
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
 from chatmem.turns.events import RunEvent
-from tests.conftest import skip_or_fail
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

@@ -94,6 +94,6 @@ def plan_for(
         )
         conversation = replace(lazy, messages=tuple(lazy.messages), files=tuple(lazy.files))
         cache.put(conversation_id, key, conversation)
-    mode = engine.effective_mode(row.mode, profile)
+    mode = engine.effective_mode(profile, row.mode)
     plan = engine.plan(conversation, profile, mode=mode, draft=draft or None)
     return plan.to_dict()  # type: ignore[no-any-return]

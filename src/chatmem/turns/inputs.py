@@ -146,7 +146,7 @@ def load_inputs(
     conversation = load_engine_conversation(
         session, conversation_id, tokenizer=profile.tokenizer, tools=list(tools)
     )
-    mode = engine.effective_mode(row.mode, profile)
+    mode = engine.effective_mode(profile, row.mode)
     plan = (
         engine.plan(conversation, profile, mode=mode, draft=draft, turn_start=turn_start)
         if with_plan

@@ -204,21 +204,17 @@ def offered_schemas(boxes: Sequence[ToolBox]) -> list[Mapping[str, Any]]:
 
 
 def load_mcp_servers(session: Any, settings: Any, secrets: Any) -> list[McpServerConfig]:
-    """The enabled MCP servers with decrypted headers (the profiles room's ``mcp_servers``)."""
-    from sqlalchemy import select
-
-    from chatmem.models.secrets import mcp_server_aad
-    from chatmem.store.tables.profiles import McpServer
+    """The enabled MCP servers with decrypted headers (the profiles room's repository)."""
+    from chatmem.models import mcp_servers
 
     configs: list[McpServerConfig] = []
-    for row in session.scalars(select(McpServer).where(McpServer.enabled.is_(True)).order_by(McpServer.name)):
-        headers: dict[str, str] = {}
-        if row.headers_ciphertext is not None and secrets is not None:
-            try:
-                raw = json.loads(secrets.decrypt(row.headers_ciphertext, mcp_server_aad(row.id)))
-            except Exception:
-                log.warning("MCP server %s: stored headers cannot be decrypted; skipped", row.name)
-                continue
-            headers = {str(k): str(v) for k, v in dict(raw).items()}
-        configs.append(McpServerConfig(id=row.id, name=row.name, url=row.url, headers=headers))
+    for row in mcp_servers.list_servers(session, enabled_only=True):
+        try:
+            conn = mcp_servers.connection(row, secrets)
+        except Exception:
+            log.warning("MCP server %s: stored headers cannot be decrypted; skipped", row.name)
+            continue
+        configs.append(
+            McpServerConfig(id=conn.id, name=conn.name, url=conn.url, headers=dict(conn.headers))
+        )
     return configs

@@ -16,6 +16,11 @@ ROUTE_MODULES = [
     "conversations",
     "messages",
     "files",
+    "turns",
+    "runs",
+    "context",
+    "compaction",
+    "usage",
 ]
 
 
