@@ -266,5 +266,5 @@ def memory_status(
     value = load_engine_conversation(
         session, conversation.id, tokenizer=profile.tokenizer, instructions=conversation.instructions
     )
-    result = plan(value, profile, mode=conversation.mode, draft="")
+    result = plan(value, profile, mode=conversation.mode)  # type: ignore[arg-type]
     return dict(result.status), dict(result.files), column_for(profile.tokenizer)
