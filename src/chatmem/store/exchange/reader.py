@@ -38,6 +38,8 @@ def _converter(fmt: Format) -> Callable[[Mapping[str, Any]], ImportedConversatio
 
 
 def sniff(source: ImportSource) -> Format:
+    if source.total_bytes == 0:
+        raise ImportFormatError("The file is empty.")
     with source.open() as stream:
         return detect_format(stream)  # type: ignore[arg-type]
 

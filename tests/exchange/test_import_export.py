@@ -1,0 +1,204 @@
+"""STORE-5: export and import through the store, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from tests.exchange.builders import (
+    PROFILE,
+    exported,
+    make_user,
+    open_db,
+    rich_conversation,
+    user_row,
+)
+
+from chatmem.context.values import Message as EngineMessage
+from chatmem.context.values import ToolCall
+from chatmem.errors import ImportFormatError, QuotaExceeded
+from chatmem.store.db import Database
+from chatmem.store.exchange.importer import ImportResult, import_source
+from chatmem.store.exchange.source import ImportSource
+from chatmem.store.quotas import UNLIMITED, Limits
+from chatmem.store.tables.conversations import (
+    Conversation,
+    File,
+    Folder,
+    Message,
+    Summary,
+)
+from chatmem.store.tokens import counts_for_message
+
+SAMPLES = Path(__file__).parent / "samples"
+ALL_SAMPLES = [
+    "chatmem_export.json",
+    "chatgpt_conversations.json",
+    "claude_conversations.json",
+    "openwebui_export.json",
+]
+
+
+def do_import(db: Database, user_id: str, data: bytes, limits: Limits = UNLIMITED) -> ImportResult:
+    with db.session() as session:
+        return import_source(session, user_row(session, user_id), ImportSource(io.BytesIO(data)), limits=limits)
+
+
+def counts(db: Database) -> dict[str, int]:
+    with db.session() as session:
+        return {
+            model.__tablename__: session.scalar(select(func.count()).select_from(model)) or 0
+            for model in (Conversation, Message, Summary, File, Folder)
+        }
+
+
+def document(conversations: list[dict[str, Any]]) -> bytes:
+    return json.dumps({"format": "chatmem.export/1", "conversations": conversations}).encode()
+
+
+def test_native_export_round_trips_losslessly_to_another_server(db: Database, tmp_path: Path) -> None:
+    """STORE-5: messages, tool calls, exclusions, summaries (history), pins, folders, mode,
+    profile settings and files survive export → import elsewhere → export, ids included."""
+    alice = make_user(db, "alice")
+    cid = rich_conversation(db, alice, turns=3)
+    before = exported(db, [cid])
+    (conversation,) = before
+    assert conversation["summary"] == {"text": "Kitchen, 10k budget.", "through": conversation["messages"][1]["id"]}
+    assert conversation["profile"] == PROFILE
+    assert "api_key" not in json.dumps(before)
+
+    other = open_db(f"sqlite:///{tmp_path / 'other-server.db'}")
+    try:
+        bob = make_user(other, "bob")
+        data = document(before)
+        result = do_import(other, bob, data)
+        assert (result.imported, result.skipped, result.format) == (1, 0, "chatmem")
+        assert result.conversation_ids == [cid]  # free ids are kept
+        assert exported(other, [cid]) == before
+    finally:
+        other.dispose()
+
+
+def test_sample_native_file_round_trips(db: Database) -> None:
+    alice = make_user(db, "alice")
+    source = json.loads((SAMPLES / "chatmem_export.json").read_text())
+    result = do_import(db, alice, (SAMPLES / "chatmem_export.json").read_bytes())
+    assert result.conversation_ids == ["c1", "c2"]
+    again = exported(db, result.conversation_ids)
+    for original, back in zip(source["conversations"], again, strict=True):
+        for key in ("id", "title", "folder", "pinned", "mode", "summary", "files"):
+            assert back[key] == original[key], key
+        assert back["messages"] == original["messages"]
+        assert back["profile"] == original.get("profile")
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_importing_the_same_file_twice_creates_no_duplicates(db: Database, name: str) -> None:
+    """STORE-5: a stable source key per conversation makes re-imports no-ops."""
+    alice = make_user(db, "alice")
+    data = (SAMPLES / name).read_bytes()
+    first = do_import(db, alice, data)
+    assert first.imported >= 1
+    after_first = counts(db)
+    second = do_import(db, alice, data)
+    assert (second.imported, second.skipped) == (0, first.imported)
+    assert counts(db) == after_first
+
+
+def test_exported_conversation_brought_back_by_its_owner_is_not_duplicated(db: Database) -> None:
+    alice = make_user(db, "alice")
+    cid = rich_conversation(db, alice)
+    result = do_import(db, alice, document(exported(db, [cid])))
+    assert (result.imported, result.skipped) == (0, 1)
+
+
+def test_another_user_importing_the_same_file_gets_fresh_consistent_ids(db: Database) -> None:
+    alice, bob = make_user(db, "alice"), make_user(db, "bob")
+    cid = rich_conversation(db, alice)
+    original = exported(db, [cid])[0]
+    result = do_import(db, bob, document([original]))
+    (copy_id,) = result.conversation_ids
+    assert copy_id != cid
+    copy = exported(db, [copy_id])[0]
+    assert [m["content"] for m in copy["messages"]] == [m["content"] for m in original["messages"]]
+    old_ids = {m["id"] for m in original["messages"]}
+    new_ids = [m["id"] for m in copy["messages"]]
+    assert not old_ids & set(new_ids)
+    position = [m["id"] for m in original["messages"]].index(original["summary"]["through"])
+    assert copy["summary"]["through"] == new_ids[position]
+    pinned = next(f for f in copy["files"] if f["name"] == "plan.txt")
+    assert pinned["message_id"] == new_ids[0]
+    # Bob's import is recorded under its own source key: importing again is a no-op for him.
+    assert do_import(db, bob, document([original])).imported == 0
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        # a valid first conversation, then a broken one
+        b',{"id": "c9", "messages": [{"id": "x", "role": "robot", "content": ""}]}]}',
+        # a valid first conversation, then the file is cut off
+        b',{"id": "c9", "messages": [{"id": "x", "ro',
+    ],
+)
+def test_a_bad_conversation_late_in_the_file_changes_nothing(db: Database, tail: bytes) -> None:
+    """STORE-5: one import is all-or-nothing."""
+    alice = make_user(db, "alice")
+    rich_conversation(db, alice)
+    before = counts(db)
+    good = json.dumps(
+        {"id": "c1", "title": "fine", "folder": "New folder",
+         "messages": [{"id": "m1", "role": "user", "content": "hi"}]}
+    ).encode()
+    data = b'{"format": "chatmem.export/1", "conversations": [' + good + tail
+    with pytest.raises(ImportFormatError):
+        do_import(db, alice, data)
+    assert counts(db) == before
+
+
+def test_imports_count_tokens_at_write_time(db: Database) -> None:
+    """CTX-2: imported messages carry the same cached counts as appended ones."""
+    alice = make_user(db, "alice")
+    do_import(db, alice, (SAMPLES / "chatmem_export.json").read_bytes())
+    with db.session() as session:
+        rows = session.scalars(select(Message).where(Message.conversation_id == "c1").order_by(Message.seq)).all()
+        assert rows
+        for row in rows:
+            value = EngineMessage(
+                id=row.id, role=row.role, content=row.content,  # type: ignore[arg-type]
+                tool_calls=tuple(ToolCall(**c) for c in row.tool_calls or ()),
+                tool_call_id=row.tool_call_id,
+            )
+            expected = counts_for_message(value)
+            assert {k: getattr(row, k) for k in expected} == expected
+            assert row.tokens_estimate > 0
+
+
+def test_import_respects_the_conversation_quota(db: Database) -> None:
+    """STORE-4 applies to imports: the oldest unpinned conversations are evicted, counted."""
+    alice = make_user(db, "alice")
+    result = do_import(db, alice, (SAMPLES / "chatgpt_conversations.json").read_bytes(), Limits(conversations=1))
+    assert (result.imported, result.evicted) == (2, 1)
+    assert counts(db)["conversations"] == 1
+    with db.session() as session:
+        assert user_row(session, alice).evicted_conversations == 1
+
+
+def test_import_refused_by_the_folder_quota_changes_nothing(db: Database) -> None:
+    alice = make_user(db, "alice")
+    before = counts(db)
+    with pytest.raises(QuotaExceeded):
+        do_import(db, alice, (SAMPLES / "chatmem_export.json").read_bytes(), Limits(folders=0))
+    assert counts(db) == before
+
+
+def test_import_respects_the_message_quota(db: Database) -> None:
+    alice = make_user(db, "alice")
+    result = do_import(db, alice, (SAMPLES / "claude_conversations.json").read_bytes(), Limits(messages=2))
+    assert result.evicted_messages == 2
+    (cid,) = result.conversation_ids
+    assert [m["content"] for m in exported(db, [cid])[0]["messages"]] == ["And day 3?", "Sintra."]
