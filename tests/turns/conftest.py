@@ -154,3 +154,30 @@ def make_chat(
 @pytest.fixture
 def chat(turn_client: TestClient, model_server: FakeModelServer) -> Chat:
     return make_chat(turn_client, model_server)
+
+
+def seed_pairs(chat: Chat, count: int, *, start: int = 1) -> None:
+    """Stores ``count`` question–answer pairs directly (fast set-up for memory tests)."""
+    from chatmem.store.messages import append_message
+    from chatmem.store.tables.conversations import Conversation
+
+    with chat.client.app.state.db.session() as session:  # type: ignore[attr-defined]
+        row = session.get(Conversation, chat.conversation_id)
+        assert row is not None
+        for i in range(start, start + count):
+            append_message(session, row, "user", f"Question {i}: what is {i} squared?")
+            append_message(session, row, "assistant", f"Answer {i}: {i * i}.")
+
+
+def summaries(chat: Chat) -> list[tuple[int, str, str]]:
+    from sqlalchemy import select
+
+    from chatmem.store.tables.conversations import Summary
+
+    with chat.client.app.state.db.session() as session:  # type: ignore[attr-defined]
+        return [
+            (s.version, s.text, s.through_message_id)
+            for s in session.scalars(
+                select(Summary).where(Summary.conversation_id == chat.conversation_id).order_by(Summary.version)
+            )
+        ]
