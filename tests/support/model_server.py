@@ -14,6 +14,8 @@ queue is empty the server answers ``default_reply`` (so UI tests need not script
         model_server.reply("Hello there!")                 # text, chunked into deltas
         model_server.tool_call("search", {"q": "cats"})    # one tool call (args streamed in parts)
         model_server.error(429, {"error": {...}})          # HTTP error with a JSON body
+        model_server.expected_api_key = "sk-…"              # 401 for any other key
+        model_server.models = None                         # GET /v1/models → 404
         model_server.context_length_error()                # OpenAI's 400 context_length_exceeded
         model_server.reply("slow", delay=0.2)              # 0.2 s between chunks
         model_server.hang()                                # accept and never answer
@@ -190,7 +192,10 @@ class FakeModelServer(_Scripting):
         self._requests: list[RecordedRequest] = []
         self._stopping = threading.Event()
         self.default_reply = DEFAULT_REPLY
-        self.models = models or ["fake-model", "fake-model-mini"]
+        # ``None`` makes GET /v1/models answer 404 (APIs without a model list).
+        self.models: list[str] | None = models or ["fake-model", "fake-model-mini"]
+        # When set, requests without ``Authorization: Bearer <expected_api_key>`` get OpenAI's 401.
+        self.expected_api_key: str | None = None
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         if ssl_context is not None:
@@ -376,6 +381,20 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _refuse_key(self) -> bool:
+            expected = server.expected_api_key
+            if expected is None or self.headers.get("authorization") == f"Bearer {expected}":
+                return False
+            sent = (self.headers.get("authorization") or "").removeprefix("Bearer ")
+            shown = f"{sent[:3]}***{sent[-4:]}" if sent else "(none)"
+            self._send_json(
+                401,
+                {"error": {"message": f"Incorrect API key provided: {shown}.",
+                           "type": "invalid_request_error", "param": None,
+                           "code": "invalid_api_key"}},
+            )
+            return True
+
         def _record(self, body: Any) -> None:
             server._record(
                 RecordedRequest(
@@ -392,7 +411,9 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(200, [r.__dict__ for r in server.requests])
                 return
             self._record(None)
-            if self.path.rstrip("/").endswith("/models"):
+            if self._refuse_key():
+                return
+            if self.path.rstrip("/").endswith("/models") and server.models is not None:
                 self._send_json(
                     200,
                     {"object": "list",
@@ -407,6 +428,8 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 self._control(body)
                 return
             self._record(body)
+            if self._refuse_key():
+                return
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
                 return

@@ -139,6 +139,14 @@ def decode_env_key(value: str) -> bytes:
     return raw
 
 
+def check_env_key(env_key: str | None) -> None:
+    """Validate ``CHATMEM_ENCRYPTION_KEY`` without touching the disk (app start-up)."""
+    if env_key is not None:
+        if env_key.strip() == "":
+            raise ConfigurationError("CHATMEM_ENCRYPTION_KEY is set but empty")
+        decode_env_key(env_key)
+
+
 def key_file_path(state_dir: Path) -> Path:
     return Path(state_dir) / KEY_FILE_NAME
 

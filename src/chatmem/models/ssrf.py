@@ -51,7 +51,7 @@ import certifi
 import httpcore
 import httpx
 
-from chatmem.errors import EndpointNotAllowed
+from chatmem.errors import ConfigurationError, EndpointNotAllowed
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -230,9 +230,13 @@ class EndpointPolicy:
 
     @classmethod
     def from_settings(cls, settings: object, resolver: Resolver | None = None) -> EndpointPolicy:
+        try:
+            allowed = parse_allowed_endpoints(str(getattr(settings, "allowed_endpoints", "") or ""))
+        except ValueError as exc:
+            raise ConfigurationError(f"CHATMEM_ALLOWED_ENDPOINTS: {exc}") from None
         return cls(
             allow_private=bool(getattr(settings, "allow_private_endpoints", False)),
-            allowed=parse_allowed_endpoints(str(getattr(settings, "allowed_endpoints", "") or "")),
+            allowed=allowed,
             resolver=resolver or SystemResolver(),
         )
 

@@ -16,6 +16,8 @@ ROUTE_MODULES = [
     "conversations",
     "messages",
     "files",
+    "profiles",
+    "mcp_servers",
     "turns",
     "runs",
     "context",

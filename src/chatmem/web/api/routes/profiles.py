@@ -1,0 +1,166 @@
+"""``/api/v1/profiles``: model profiles (PROF-1 … PROF-4).
+
+``api_key`` is write-only: responses carry ``has_api_key``.  The base URL is checked with the
+endpoint policy on every save (``endpoint_not_allowed``, 400).  ``POST …/{id}/test`` checks
+the URL, key and model by asking the model API for its model list (falling back to a one-token
+completion for APIs without ``/models``) and answers ``{"ok": …}`` — a failing provider is a
+result of the test, not an error of the request.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+import anyio.from_thread
+from fastapi import APIRouter, Response
+from pydantic import Field
+
+from chatmem.errors import EndpointNotAllowed, ProviderError
+from chatmem.models import profiles as repo
+from chatmem.models.client import ModelClient, RetryPolicy
+from chatmem.store.tables.profiles import (
+    ANSWER_RESERVE_DEFAULT,
+    CONTEXT_WINDOW_DEFAULT,
+    CONTEXT_WINDOW_MAX,
+    CONTEXT_WINDOW_MIN,
+)
+from chatmem.web.api.schemas import Body
+from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.model_deps import EndpointPolicyDep, SecretsDep
+
+router = APIRouter(prefix="/api/v1/profiles", tags=["profiles"])
+
+Window = Annotated[int, Field(ge=CONTEXT_WINDOW_MIN, le=CONTEXT_WINDOW_MAX)]
+Price = Annotated[float, Field(ge=0)]
+Tokenizer = Literal["estimate", "o200k_base", "cl100k_base"]
+Text = Annotated[str, Field(min_length=1, max_length=200)]
+Url = Annotated[str, Field(min_length=1, max_length=2048)]
+Key = Annotated[str, Field(max_length=4096)]
+
+
+class ProfileCreate(Body):
+    name: Text
+    base_url: Url
+    model: Text
+    api_key: Key | None = None
+    context_window: Window = CONTEXT_WINDOW_DEFAULT
+    answer_reserve: Annotated[int, Field(ge=0)] = ANSWER_RESERVE_DEFAULT
+    tokenizer: Tokenizer = "estimate"
+    input_price_per_mtok: Price | None = None
+    output_price_per_mtok: Price | None = None
+    free: bool = False
+    stateless: bool = False
+    summarizer_profile_id: str | None = None
+    shared: bool = False
+
+
+class ProfileUpdate(Body):
+    """Only the fields sent change; ``api_key: null`` removes the key."""
+
+    name: Text | None = None
+    base_url: Url | None = None
+    model: Text | None = None
+    api_key: Key | None = None
+    context_window: Window | None = None
+    answer_reserve: Annotated[int, Field(ge=0)] | None = None
+    tokenizer: Tokenizer | None = None
+    input_price_per_mtok: Price | None = None
+    output_price_per_mtok: Price | None = None
+    free: bool | None = None
+    stateless: bool | None = None
+    summarizer_profile_id: str | None = None
+    shared: bool | None = None
+
+
+# Fields where an explicit null means "clear"; for the others null means "unchanged".
+_NULLABLE = {"api_key", "input_price_per_mtok", "output_price_per_mtok", "summarizer_profile_id"}
+
+
+@router.get("")
+def list_profiles(user: CurrentUser, session: DbSession) -> dict[str, Any]:
+    return {"items": [repo.public_view(p, user) for p in repo.visible_profiles(session, user)]}
+
+
+@router.post("", status_code=201)
+def create_profile(
+    body: ProfileCreate,
+    user: CurrentUser,
+    session: DbSession,
+    secrets: SecretsDep,
+    policy: EndpointPolicyDep,
+) -> dict[str, Any]:
+    row = repo.create_profile(session, user, secrets, policy, body.model_dump())
+    return repo.public_view(row, user)
+
+
+@router.get("/{profile_id}")
+def read_profile(profile_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
+    return repo.public_view(repo.visible_profile(session, user, profile_id), user)
+
+
+@router.patch("/{profile_id}")
+def change_profile(
+    profile_id: str,
+    body: ProfileUpdate,
+    user: CurrentUser,
+    session: DbSession,
+    secrets: SecretsDep,
+    policy: EndpointPolicyDep,
+) -> dict[str, Any]:
+    row = repo.editable_profile(session, user, profile_id)
+    changes = {
+        name: getattr(body, name)
+        for name in body.model_fields_set
+        if getattr(body, name) is not None or name in _NULLABLE
+    }
+    repo.update_profile(session, user, row, secrets, policy, changes)
+    return repo.public_view(row, user)
+
+
+@router.delete("/{profile_id}", status_code=204)
+def delete_profile(profile_id: str, user: CurrentUser, session: DbSession) -> Response:
+    repo.delete_profile(session, repo.editable_profile(session, user, profile_id))
+    return Response(status_code=204)
+
+
+@router.post("/{profile_id}/test")
+def test_profile(
+    profile_id: str,
+    user: CurrentUser,
+    session: DbSession,
+    secrets: SecretsDep,
+    policy: EndpointPolicyDep,
+    settings: SettingsDep,
+) -> dict[str, Any]:
+    """Test the connection: reachable, key accepted, model known."""
+    row = repo.visible_profile(session, user, profile_id)
+    endpoint = repo.model_endpoint(row, secrets)
+    policy.check_url(endpoint.base_url)  # refuse before connecting, with the policy's reason
+
+    async def probe() -> dict[str, Any]:
+        started = time.monotonic()
+        async with ModelClient(
+            endpoint, policy, timeout=min(settings.model_timeout, 30.0), retry=RetryPolicy(attempts=1)
+        ) as client:
+            try:
+                models = await client.list_models()
+                listed: bool | None = endpoint.model in models
+            except ProviderError as exc:
+                if getattr(exc, "data", {}).get("status") not in (404, 405):
+                    raise
+                # No /models on this API: a one-token completion proves URL, key and model.
+                await client.complete([{"role": "user", "content": "ping"}], max_tokens=1)
+                listed = None
+        return {
+            "ok": True,
+            "model_listed": listed,
+            "latency_ms": round((time.monotonic() - started) * 1000),
+        }
+
+    try:
+        return anyio.from_thread.run(probe)
+    except EndpointNotAllowed:
+        raise
+    except ProviderError as exc:
+        return {"ok": False, "error": {"code": exc.code, "message": exc.message}}

@@ -1,0 +1,28 @@
+"""Request dependencies for the model rooms: the secret box and the endpoint policy.
+
+Both are built once at start-up (``create_app`` / its lifespan) and live on ``app.state``:
+``app.state.secrets`` (a :class:`~chatmem.models.secrets.SecretBox`) and
+``app.state.endpoint_policy`` (an :class:`~chatmem.models.ssrf.EndpointPolicy`; tests may
+replace it with one using a ``StaticResolver``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from chatmem.models.secrets import SecretBox
+from chatmem.models.ssrf import EndpointPolicy
+
+
+def get_secrets(request: Request) -> SecretBox:
+    return request.app.state.secrets  # type: ignore[no-any-return]
+
+
+def get_endpoint_policy(request: Request) -> EndpointPolicy:
+    return request.app.state.endpoint_policy  # type: ignore[no-any-return]
+
+
+SecretsDep = Annotated[SecretBox, Depends(get_secrets)]
+EndpointPolicyDep = Annotated[EndpointPolicy, Depends(get_endpoint_policy)]
