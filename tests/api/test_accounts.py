@@ -1,0 +1,95 @@
+"""Accounts: tokens, password sign-in, sessions with CSRF, the first-start link, /me."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from chatmem.cli import main
+from chatmem.settings import Settings
+from chatmem.web.app import create_app
+from tests.support.app import ApiUser, make_user
+
+
+def test_requests_without_credentials_are_unauthorized(client: TestClient) -> None:
+    response = client.get("/api/v1/conversations")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthorized"
+    wrong = client.get("/api/v1/me", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+
+
+def test_me_shows_the_user_and_eviction_counters(client: TestClient, user: ApiUser) -> None:
+    me = client.get("/api/v1/me", headers=user.headers).json()
+    assert me["name"] == "alice"
+    assert me["evicted"] == {"conversations": 0, "messages": 0}
+
+
+def test_password_login_opens_a_session_and_writes_need_the_csrf_token(client: TestClient) -> None:
+    make_user(client, "carol", password="s3cret!")
+    assert client.post("/api/v1/auth/login", json={"name": "carol", "password": "bad"}).status_code == 401
+    response = client.post("/api/v1/auth/login", json={"name": "carol", "password": "s3cret!"})
+    assert response.status_code == 200
+    csrf = response.json()["csrf_token"]
+    assert client.cookies.get("chatmem_csrf") == csrf
+    set_cookie = response.headers.get_list("set-cookie")
+    assert any("chatmem_session=" in c and "HttpOnly" in c for c in set_cookie)
+
+    assert client.get("/api/v1/me").json()["name"] == "carol"  # reads need no CSRF header
+    refused = client.post("/api/v1/folders", json={"name": "x"})
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    wrong = client.post("/api/v1/folders", json={"name": "x"}, headers={"X-CSRF-Token": "guess"})
+    assert wrong.status_code == 403
+    allowed = client.post("/api/v1/folders", json={"name": "x"}, headers={"X-CSRF-Token": csrf})
+    assert allowed.status_code == 201
+
+    out = client.post("/api/v1/auth/logout", headers={"X-CSRF-Token": csrf})
+    assert out.status_code == 204
+    client.cookies.clear()
+    assert client.get("/api/v1/me").status_code == 401
+
+
+def test_first_start_prints_a_one_time_signin_link(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with TestClient(create_app(settings), follow_redirects=False) as client:
+        printed = capsys.readouterr().out
+        match = re.search(r"http://127\.0\.0\.1:8000(/auth/link/\S+)", printed)
+        assert match, printed
+        response = client.get(match.group(1))
+        assert response.status_code == 303 and response.headers["location"] == "/"
+        me = client.get("/api/v1/me").json()
+        assert me["name"] == "admin" and me["is_admin"] is True
+        client.cookies.clear()
+        again = client.get(match.group(1))
+        assert again.status_code == 404  # one time only
+    with TestClient(create_app(settings)):
+        assert "/auth/link/" not in capsys.readouterr().out  # somebody signed in: no new link
+
+
+def test_cli_user_add_and_token_create(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if settings.database_url:
+        monkeypatch.setenv("CHATMEM_DATABASE_URL", settings.database_url)
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("pw-of-dave\n"))
+    with pytest.raises(SystemExit) as done:
+        main(["user", "add", "dave", "--admin", "--password-stdin"])
+    assert done.value.code == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        main(["token", "create", "dave"])
+    assert done.value.code == 0
+    token = capsys.readouterr().out
+    assert token.endswith("\n") and len(token.strip().split()) == 1
+    with TestClient(create_app(settings)) as client:
+        me = client.get("/api/v1/me", headers={"Authorization": f"Bearer {token.strip()}"}).json()
+        assert me["name"] == "dave" and me["is_admin"] is True
+        login = client.post("/api/v1/auth/login", json={"name": "dave", "password": "pw-of-dave"})
+        assert login.status_code == 200
+    with pytest.raises(SystemExit) as done:
+        main(["token", "create", "nobody"])
+    assert done.value.code == 1
+    assert "not found" in capsys.readouterr().err
