@@ -151,8 +151,10 @@ class LazyMessages(Sequence[EngineMessage]):
         return self._page(page)[offset]
 
     def __iter__(self) -> Iterator[EngineMessage]:
-        for i in range(self._length):
+        i = 0
+        while i < self._length:  # re-read: finding a gap shortens the sequence
             yield self[i]
+            i += 1
 
     def __reversed__(self) -> Iterator[EngineMessage]:
         for i in range(self._length - 1, -1, -1):
