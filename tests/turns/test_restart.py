@@ -1,0 +1,237 @@
+"""TURN-3: a real ``chatmem serve`` is SIGKILLed mid-stream and mid-tool-call, then restarted.
+
+Everything runs as separate processes talking over loopback: the fake model server (scripted
+over HTTP), the MCP test server (which counts calls), and chatmem itself.  After each kill the
+restarted server must show the run ``interrupted``, keep what was streamed or completed, mark
+the tool call ``unknown`` without making it again, and continue the conversation in a new turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from chatmem.store import accounts
+from chatmem.store.db import Database
+from chatmem.store.tables.conversations import Message
+from chatmem.store.tables.runs import ToolCallRow
+from tests.support.mcp_server import McpServerProcess, running_mcp_server
+from tests.support.model_server import RemoteModelServer
+from tests.turns.conftest import parse_sse
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def _model_server() -> Iterator[RemoteModelServer]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.model_server", "--port", "0"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("READY "), line
+    try:
+        yield RemoteModelServer(line.split()[1])
+    finally:
+        proc.kill()
+        proc.wait(5)
+        proc.stdout.close()
+
+
+class Server:
+    """``chatmem serve`` as a subprocess on a fixed port and state directory."""
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHATMEM_")}
+        env.update(
+            CHATMEM_STATE_DIR=str(self.state),
+            CHATMEM_ALLOW_PRIVATE_ENDPOINTS="1",
+            CHATMEM_LOG_LEVEL="WARNING",
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "chatmem", "serve", "--port", str(self.port)],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("chatmem serve did not start")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    state = tmp_path / "serve-state"
+    server = Server(state)
+    with _model_server() as model, running_mcp_server(token="mcp-secret") as mcp:
+        server.start()
+        try:
+            db = Database(f"sqlite:///{state / 'chatmem.db'}")
+            with db.session() as session:
+                admin = accounts.create_user(session, "root", password=None, is_admin=True)
+                token = accounts.create_api_token(session, admin, label="test")
+            headers = {"Authorization": f"Bearer {token}"}
+            api = httpx.Client(base_url=server.url, headers=headers, timeout=30)
+            profile = api.post("/api/v1/profiles", json={
+                "name": "fake", "base_url": model.base_url, "model": "fake-model", "free": True,
+            })
+            assert profile.status_code == 201, profile.text
+            created = api.post("/api/v1/mcp-servers", json={
+                "name": "tools", "url": mcp.url, "bearer_token": "mcp-secret",
+            })
+            assert created.status_code == 201, created.text
+            conversation = api.post("/api/v1/conversations", json={
+                "title": "kill", "profile_id": profile.json()["id"],
+            })
+            assert conversation.status_code == 201, conversation.text
+            yield {"server": server, "model": model, "mcp": mcp, "api": api, "db": db,
+                   "conversation": conversation.json()["id"]}
+            api.close()
+            db.dispose()
+        finally:
+            server.stop()
+
+
+def _events_until(api: httpx.Client, run_id: str, predicate: Any) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+    with api.stream("GET", f"/api/v1/runs/{run_id}/events") as response:
+        for event in parse_sse(response.iter_lines()):
+            seen.append(event)
+            if predicate(seen):
+                break
+    return seen
+
+
+def _history(db: Database, conversation_id: str) -> list[Message]:
+    with db.session() as session:
+        return list(session.scalars(
+            select(Message).where(Message.conversation_id == conversation_id).order_by(Message.seq)
+        ))
+
+
+def _start(api: httpx.Client, conversation_id: str, content: str) -> str:
+    response = api.post(f"/api/v1/conversations/{conversation_id}/turns", json={"content": content})
+    assert response.status_code == 202, response.text
+    return str(response.json()["run_id"])
+
+
+def _wait(api: httpx.Client, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        run = api.get(f"/api/v1/runs/{run_id}").json()
+        if run["status"] != "running":
+            return dict(run)
+        time.sleep(0.05)
+    raise AssertionError("run did not finish")
+
+
+def test_kill_mid_stream_keeps_streamed_text_and_marks_interrupted_TURN_3(world: dict[str, Any]) -> None:
+    server, model, api, db, cid = (world[k] for k in ("server", "model", "api", "db", "conversation"))
+    full = " ".join(f"word{i}" for i in range(60))
+    model.reply(full, delay=0.1)
+    run_id = _start(api, cid, "Tell me a long story")
+    seen = _events_until(api, run_id, lambda ev: sum(e["event"] == "delta" for e in ev) >= 8)
+    time.sleep(0.3)  # let the journal flush what the client saw
+    server.kill()
+    server.start()
+
+    run = api.get(f"/api/v1/runs/{run_id}").json()
+    assert run["status"] == "interrupted"
+    history = _history(db, cid)
+    assert [m.role for m in history] == ["user", "assistant"]
+    kept = history[-1].content
+    streamed = "".join(e["data"]["text"] for e in seen if e["event"] == "delta")
+    assert kept.startswith(streamed) and full.startswith(kept) and kept != full
+    # Replaying the run's events ends with the interruption.
+    replay = _events_until(api, run_id, lambda ev: False)
+    assert replay[-1]["event"] == "error" and replay[-1]["data"]["code"] == "interrupted"
+    # A new turn continues the conversation on the stored history.
+    model.reply("Continuing the story.")
+    new_run = _start(api, cid, "Go on")
+    assert _wait(api, new_run)["status"] == "completed"
+    sent = model.requests[-1].body["messages"]
+    assert any(m["role"] == "assistant" and m["content"] == kept for m in sent)
+
+
+def test_kill_mid_tool_call_marks_it_unknown_and_never_replays_it_TURN_3(
+    world: dict[str, Any],
+) -> None:
+    server, model, api, db, cid = (world[k] for k in ("server", "model", "api", "db", "conversation"))
+    mcp: McpServerProcess = world["mcp"]
+    model.tool_call("slow", {"seconds": 4, "label": "once"}, id="call_slow_1")
+    run_id = _start(api, cid, "Run the slow tool")
+    _events_until(api, run_id, lambda ev: ev[-1]["event"] == "tool_call")
+    deadline = time.monotonic() + 10
+    while "once" not in mcp.stats()["started"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mcp.stats()["calls"] == {"slow": 1}
+    server.kill()
+    server.start()
+
+    run = api.get(f"/api/v1/runs/{run_id}").json()
+    assert run["status"] == "interrupted"
+    with db.session() as session:
+        calls = list(session.scalars(select(ToolCallRow).where(ToolCallRow.run_id == run_id)))
+    assert [(c.name, c.status) for c in calls] == [("slow", "unknown")]
+    history = _history(db, cid)
+    assert [m.role for m in history] == ["user", "assistant", "tool"]
+    assert history[1].tool_calls and history[1].tool_calls[0]["id"] == "call_slow_1"
+    assert history[2].tool_call_id == "call_slow_1" and "unknown" in history[2].content
+    # A new turn continues; the slow tool is not called again.
+    model.reply("The slow tool's result is unknown; shall I run it again?")
+    new_run = _start(api, cid, "What happened?")
+    assert _wait(api, new_run)["status"] == "completed"
+    time.sleep(4.2)  # past the point the interrupted call would have finished
+    stats = mcp.stats()
+    assert stats["calls"] == {"slow": 1}
+    sent = model.requests[-1].body["messages"]
+    assert any(m["role"] == "tool" and m.get("tool_call_id") == "call_slow_1" for m in sent)
+    assert json.dumps(sent).count("call_slow_1") >= 2  # the call and its (unknown) result
