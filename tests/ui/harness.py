@@ -155,3 +155,25 @@ class ConsoleErrors:
 
 def iter_lines(text: str) -> Iterator[str]:
     yield from (line for line in text.splitlines() if line.strip())
+
+
+def make_profile(api: httpx.Client, base_url: str, name: str = "Fake model", **fields: Any) -> dict[str, Any]:
+    """A model profile pointing at the fake model server."""
+    body = {"name": name, "base_url": base_url, "model": "fake-model", "api_key": "sk-test-123", **fields}
+    response = api.post("/api/v1/profiles", json=body)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def make_conversation(
+    api: httpx.Client, profile_id: str, pairs: int = 0, title: str = "Talk", **fields: Any
+) -> dict[str, Any]:
+    """A conversation with ``pairs`` stored question–answer pairs (no model involved)."""
+    c = api.post("/api/v1/conversations", json={"title": title, "profile_id": profile_id, **fields})
+    assert c.status_code == 201, c.text
+    conversation = dict(c.json())
+    for i in range(pairs):
+        for role, text in (("user", f"Question {i}: tell me about topic {i}."), ("assistant", f"Answer {i}: topic {i} is interesting.")):
+            r = api.post(f"/api/v1/conversations/{conversation['id']}/messages", json={"role": role, "content": text})
+            assert r.status_code == 201, r.text
+    return conversation

@@ -38,7 +38,7 @@
   }
 
   async function api(method, path, body, options) {
-    const init = { method, headers: headers(), credentials: "same-origin" };
+    const init = { method, headers: headers(options && options.headers), credentials: "same-origin" };
     if (options && options.signal) init.signal = options.signal;
     if (body instanceof FormData) {
       init.body = body;

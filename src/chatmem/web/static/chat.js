@@ -129,7 +129,7 @@
   async function findRunningRun(conversationId) {
     // Servers that do not put the active run on the conversation list runs per conversation.
     try {
-      const body = await api("GET", "/api/v1/conversations/" + conversationId + "/runs?status=running");
+      const body = await api("GET", "/api/v1/conversations/" + conversationId + "/runs?active=true");
       const run = items(body, "runs").find((r) => r.status === "running");
       return run ? (run.id || run.run_id) : null;
     } catch (_) { return null; }
@@ -168,7 +168,7 @@
     try {
       await ensureConversation(text);
       const fileIds = state.pendingFiles.map((f) => f.id);
-      const started = await api("POST", convPath("/turns"), { content: text, file_ids: fileIds, idempotency_key: newKey() });
+      const started = await api("POST", convPath("/turns"), { content: text, file_ids: fileIds }, { headers: { "Idempotency-Key": newKey() } });
       draft.value = "";
       state.pendingFiles = [];
       renderAttachments();

@@ -42,18 +42,25 @@
     counter.title = "What goes into the next request";
   }
 
-  function compactionPrice(plan) {
-    const p = plan.price || {};
-    if (p.free) return 0;
-    if (p.compaction) return p.compaction;
-    // The plan prices compaction only when it will run; for "Compress now" estimate it from the
-    // profile's prices: the summarised text is read once, the summary is at most the reserve.
-    const prof = state.profile || {};
-    const pin = Number(prof.price_input ?? prof.input_price ?? (prof.prices && prof.prices.input) ?? 0);
-    const pout = Number(prof.price_output ?? prof.output_price ?? (prof.prices && prof.prices.output) ?? 0);
-    const read = (plan.tokens.summary || 0) + (plan.tokens.messages || 0);
-    const write = Math.min(plan.tokens.reserve || 0, 2000);
-    return (read * pin + write * pout) / 1e6;
+  /* "Compress now" shows its price before it runs (CTX-11): asked from the server, which
+     knows which messages the summary would cover. */
+  async function loadCompactionPrice() {
+    if (!state.conversationId || state.compressing) return;
+    try {
+      const focus = compressFocus.value.trim();
+      const body = await api("GET", "/api/v1/conversations/" + state.conversationId + "/compact/price" + (focus ? "?focus=" + encodeURIComponent(focus) : ""));
+      state.compactionPrice = body;
+    } catch (_) { state.compactionPrice = null; }
+    renderCompressButton();
+  }
+
+  function renderCompressButton() {
+    if (state.compressing) return;
+    const p = state.compactionPrice;
+    const free = state.plan && state.plan.price && state.plan.price.free;
+    if (!p) compressButton.textContent = "Compress now";
+    else if (free || !p.price) compressButton.textContent = "Compress now · free";
+    else compressButton.textContent = "Compress now · ≈ " + fmtPrice(p.price, p.currency);
   }
 
   function renderWindow(plan) {
@@ -79,10 +86,7 @@
     document.getElementById("mw-change").hidden = stateless;
     document.getElementById("mw-stateless").hidden = !stateless;
     document.getElementById("mw-does-not-fit").hidden = plan.fits !== false;
-    if (!state.compressing) {
-      const cost = compactionPrice(plan);
-      compressButton.textContent = price.free ? "Compress now · free" : "Compress now · ≈ " + fmtPrice(cost, price.currency);
-    }
+    renderCompressButton();
     renderFiles(plan);
   }
 
@@ -174,11 +178,13 @@
     if (!dialog.open) dialog.showModal();
     refreshNow();
     loadFiles();
+    loadCompactionPrice();
     if (section === "compress") compressFocus.focus();
     if (section === "files") document.getElementById("mw-files-heading").scrollIntoView();
   }
 
   counter.addEventListener("click", () => open());
+  compressFocus.addEventListener("input", debounce(loadCompactionPrice, 400));
   document.getElementById("mw-change").addEventListener("click", (event) => {
     event.preventDefault();
     dialog.close();
@@ -199,7 +205,8 @@
     try {
       const result = await api("POST", "/api/v1/conversations/" + state.conversationId + "/compact", focus ? { focus } : {});
       if (result && result.run_id) await waitForRun(result.run_id);
-      compressResult.textContent = "Done: early messages were compressed into a summary, shown in the chat.";
+      const count = result && typeof result.count === "number" ? result.count : 0;
+      compressResult.textContent = "Done: " + (count ? count + " early messages were" : "early messages were") + " compressed into a summary, shown in the chat.";
       compressResult.className = "";
       compressFocus.value = "";
       document.dispatchEvent(new CustomEvent("chatmem:compacted", { detail: result }));
@@ -211,6 +218,7 @@
       state.compressing = false;
       compressButton.disabled = false;
       await refreshNow();
+      loadCompactionPrice();
     }
   });
 

@@ -10,9 +10,10 @@
   const $ = (id) => document.getElementById(id);
   let profiles = [];
 
-  function priceIn(p) { return p.price_input ?? p.input_price ?? (p.prices && p.prices.input) ?? null; }
-  function priceOut(p) { return p.price_output ?? p.output_price ?? (p.prices && p.prices.output) ?? null; }
-  function isFree(p) { return !!(p.free ?? (p.prices && p.prices.free)); }
+  /* The profile's own price overrides (the form edits these, not the price table's). */
+  function priceIn(p) { return p.input_price_per_mtok ?? null; }
+  function priceOut(p) { return p.output_price_per_mtok ?? null; }
+  function isFree(p) { return !!(p.free || (p.prices && p.prices.free)); }
 
   function render() {
     list.replaceChildren();
@@ -47,7 +48,7 @@
     try {
       const body = await api("POST", "/api/v1/profiles/" + p.id + "/test");
       const ok = !body || body.ok !== false;
-      result.textContent = ok ? "Connection works" + (body && body.latency_ms ? " (" + Math.round(body.latency_ms) + " ms)" : "") : "Failed: " + (body.message || body.error || "no answer");
+      result.textContent = ok ? "Connection works" + (body && body.latency_ms ? " (" + Math.round(body.latency_ms) + " ms)" : "") : "Failed: " + ((body.error && body.error.message) || body.message || "no answer");
       result.classList.add(ok ? "ok" : "fail");
     } catch (err) {
       result.textContent = "Failed: " + err.message;
@@ -98,8 +99,9 @@
       free: $("pf-free").checked,
     };
     if ($("pf-reserve").value !== "") body.answer_reserve = Number($("pf-reserve").value);
-    if ($("pf-price-in").value !== "") body.price_input = Number($("pf-price-in").value);
-    if ($("pf-price-out").value !== "") body.price_output = Number($("pf-price-out").value);
+    // Empty price fields mean "from the price table" (null), not zero.
+    body.input_price_per_mtok = $("pf-price-in").value === "" ? null : Number($("pf-price-in").value);
+    body.output_price_per_mtok = $("pf-price-out").value === "" ? null : Number($("pf-price-out").value);
     const key = $("pf-api-key").value;
     if (key) body.api_key = key;
     try {

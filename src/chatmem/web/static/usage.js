@@ -14,52 +14,47 @@
   const modelNote = document.getElementById("model-note");
   let usage = null;
 
-  function fraction(window_) {
-    if (!window_) return 0;
-    if (typeof window_.fraction === "number") return window_.fraction;
-    const included = Number(window_.included ?? window_.limit ?? 0);
-    return included > 0 ? Number(window_.used || 0) / included : 0;
+  function fraction(part) {
+    if (!part) return 0;
+    const included = Number(part.included || 0);
+    return included > 0 ? Number(part.spent || 0) / included : 0;
   }
 
-  function fallbackName(u) {
-    const f = u.fallback || u.fallback_profile || u.fallback_model;
-    return typeof f === "string" ? f : f && (f.name || f.model) || "";
-  }
-
-  function fallbackId(u) {
-    const f = u.fallback_profile_id ?? (u.fallback_profile && u.fallback_profile.id) ?? (u.fallback && u.fallback.id);
-    return f || null;
+  /* The fallback model's name, from the profiles the selector lists. */
+  function fallbackName(id) {
+    const option = id ? Array.from(modelSelect.options).find((o) => o.value === id) : null;
+    return option ? option.textContent.replace(/^🔒 /, "").split(" · ")[0] : "the base model";
   }
 
   function apply() {
     if (!usage) return;
-    const session = usage.session || usage.session_window;
-    const week = usage.week || usage.weekly;
-    const limited = !!(session && (session.included ?? session.limit)) || !!(week && (week.included ?? week.limit));
+    const session = usage.session;
+    const week = usage.week;
+    const limited = !!(session && session.included) || !!(week && week.included);
     ring.hidden = !limited;
-    const share = Math.min(1, Math.max(fraction(session), fraction(week)));
+    const share = Math.min(1, typeof usage.ring === "number" ? usage.ring : Math.max(fraction(session), fraction(week)));
     fill.setAttribute("stroke-dasharray", Math.round(share * 100) + " 100");
-    const exhausted = !!usage.exhausted || share >= 1;
+    const exhausted = !!usage.exhausted;
     ring.classList.toggle("exhausted", exhausted);
     ring.setAttribute("aria-label", "Usage " + Math.round(share * 100) + "%");
-    const name = fallbackName(usage);
-    const fid = fallbackId(usage);
+    ring.title = "Usage " + Math.round(share * 100) + "% of the included amount";
+    const fid = usage.fallback_profile_id || null;
+    const name = fallbackName(fid);
     for (const option of modelSelect.options) {
-      const locked = exhausted && option.value && (fid ? option.value !== fid : !option.text.startsWith(name));
-      option.disabled = !!locked;
+      const locked = exhausted && !!option.value && option.value !== fid;
+      option.disabled = locked;
       option.textContent = option.textContent.replace(/^🔒 /, "");
       if (locked) option.textContent = "🔒 " + option.textContent;
     }
     modelNote.hidden = !exhausted;
     modelNote.textContent = exhausted ? "Credits exhausted: you can only use " + name : "";
-    if (exhausted && fid && modelSelect.value !== fid) {
+    if (exhausted && fid && modelSelect.value !== fid && Array.from(modelSelect.options).some((o) => o.value === fid)) {
       modelSelect.value = fid;
       modelSelect.dispatchEvent(new Event("change"));
     }
-    const cause = usage.cause || (fraction(session) >= 1 ? "session" : "week");
-    const extensions = usage.extension_requests !== false && usage.extension_requests_enabled !== false;
-    warning.hidden = !(exhausted && extensions);
-    warningText.textContent = cause === "session"
+    // Where extension requests are disabled there is no warning, only the locks (USE-3).
+    warning.hidden = !(exhausted && usage.extension_requests !== false);
+    warningText.textContent = usage.exhausted_by === "session"
       ? "You have used the included usage for this session window."
       : "You have used this week's included usage.";
   }
@@ -74,8 +69,7 @@
     requestButton.disabled = true;
     try {
       const body = await api("POST", "/api/v1/usage/extension-requests");
-      const again = body && (body.already_notified || body.status === "already_notified");
-      toast(again ? "Administrators were already notified" : "Request sent to the administrators");
+      toast(body && body.already_notified ? "Administrators were already notified" : "The administrators were notified");
     } catch (err) {
       toast(err.status === 409 || err.status === 429 ? "Administrators were already notified" : err.message);
     } finally { requestButton.disabled = false; }

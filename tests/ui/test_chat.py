@@ -1,0 +1,152 @@
+"""The chat: streaming answers, Enter / Shift+Enter, Stop, reopening a running turn, switching
+models, the memory mode control, long conversations, tool calls. (TURN-1, TURN-2, CTX-7)"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.support.model_server import FakeModelServer
+from tests.ui.harness import Server, make_conversation, make_profile
+
+
+@pytest.fixture(scope="module")
+def profiles(server: Server, model: FakeModelServer) -> dict[str, dict[str, Any]]:
+    with server.api("alice") as api:
+        return {
+            "main": make_profile(api, model.base_url, "Fake model"),
+            "other": make_profile(api, model.base_url, "Second model", context_window=65536),
+            "stateless": make_profile(api, model.base_url, "Forgetful model", stateless=True),
+        }
+
+
+def test_enter_sends_shift_enter_adds_a_line_and_the_answer_streams(
+    alice: Any, model: FakeModelServer, profiles: Any
+) -> None:
+    model.reply("Hello from the fake model, streamed word by word.", delay=0.03)
+    draft = alice.get_by_role("textbox", name="Message")
+    draft.fill("first line")
+    draft.press("Shift+Enter")
+    draft.press_sequentially("second line")
+    assert draft.input_value() == "first line\nsecond line"
+    draft.press("Enter")
+    expect(alice.locator(".message.role-user").first).to_contain_text("first line\nsecond line")
+    answer = alice.locator(".message.role-assistant").last
+    expect(answer).to_contain_text("Hello from the fake model, streamed word by word.")
+    expect(alice.get_by_role("button", name="Stop")).to_be_hidden()
+    expect(draft).to_have_value("")
+    assert "/c/" in alice.url
+    # The model received exactly the two lines.
+    assert model.chat_requests[-1].messages[-1]["content"] == "first line\nsecond line"
+    expect(alice.locator("#conversation-list a[aria-current=page]")).to_be_visible()
+
+
+def test_stop_interrupts_the_answer_and_keeps_what_was_written(
+    alice: Any, model: FakeModelServer, profiles: Any
+) -> None:
+    model.reply(" ".join(f"word{i}" for i in range(200)), delay=0.1)
+    alice.get_by_role("textbox", name="Message").fill("Write a long text")
+    alice.get_by_role("button", name="Send").click()
+    expect(alice.locator(".message.streaming")).to_contain_text("word3")
+    alice.get_by_role("button", name="Stop").click()
+    expect(alice.get_by_role("button", name="Send")).to_be_visible()
+    expect(alice.get_by_role("button", name="Stop")).to_be_hidden()
+    expect(alice.locator("#toast")).to_contain_text("Stopped")
+    kept = alice.locator(".message.role-assistant").last.inner_text()
+    assert "word1" in kept and "word199" not in kept
+
+
+def test_reopening_a_running_conversation_shows_it_live(
+    alice: Any, server: Server, model: FakeModelServer, profiles: Any
+) -> None:
+    with server.api("alice") as api:
+        c = make_conversation(api, profiles["main"]["id"], title="Running elsewhere")
+        model.reply(" ".join(f"live{i}" for i in range(40)) + " THE END", delay=0.08)
+        started = api.post(f"/api/v1/conversations/{c['id']}/turns", json={"content": "Go"})
+        assert started.status_code == 202, started.text
+    alice.goto(server.url + "/c/" + c["id"])
+    expect(alice.get_by_role("button", name="Stop")).to_be_visible()
+    expect(alice.locator(".message.streaming")).to_contain_text("live")
+    expect(alice.locator(".message.role-assistant").last).to_contain_text("THE END", timeout=15_000)
+    expect(alice.get_by_role("button", name="Send")).to_be_visible()
+
+
+def test_switching_models_mid_conversation_and_stateless_models_lock_the_mode(
+    alice: Any, server: Server, profiles: Any
+) -> None:
+    with server.api("alice") as api:
+        c = make_conversation(api, profiles["main"]["id"], pairs=1, title="Switching")
+        alice.goto(server.url + "/c/" + c["id"])
+        mode = alice.get_by_label("Memory", exact=True)
+        expect(mode).to_be_enabled()
+        expect(mode.locator("option")).to_have_text(["No memory", "Economy", "Everything", "Recent messages"])
+        with alice.expect_response(lambda r: r.request.method == "PATCH"):
+            mode.select_option(label="Economy")
+        assert api.get(f"/api/v1/conversations/{c['id']}").json()["mode"] == "economy"
+        with alice.expect_response(lambda r: r.request.method == "PATCH"):
+            alice.get_by_label("Model").select_option(label="Second model · fake-model")
+        assert api.get(f"/api/v1/conversations/{c['id']}").json()["profile_id"] == profiles["other"]["id"]
+        expect(alice.locator("#counter-text")).to_contain_text("/ 66K")
+        with alice.expect_response(lambda r: r.request.method == "PATCH"):
+            alice.get_by_label("Model").select_option(label="Forgetful model · fake-model")
+        expect(mode).to_be_disabled()
+        expect(mode).to_have_value("off")
+        expect(alice.locator("#mode-note")).to_have_text("This model does not remember previous messages")
+        alice.locator("#counter").click()
+        dialog = alice.get_by_role("dialog")
+        expect(dialog.locator("#mw-stateless")).to_have_text("This model does not remember previous messages")
+        expect(dialog.get_by_role("link", name="Change")).to_be_hidden()
+
+
+def _export_with(messages: int) -> bytes:
+    rows = [
+        {"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant", "content": f"Message number {i}",
+         "excluded": False, "created_at": "2026-11-30T10:00:00Z"}
+        for i in range(messages)
+    ]
+    doc = {"format": "chatmem.export/1", "conversations": [{
+        "id": "long1", "title": "A very long conversation", "folder": None, "pinned": False,
+        "mode": "full", "summary": None, "messages": rows, "files": []}]}
+    return json.dumps(doc).encode()
+
+
+def test_long_conversations_render_incrementally(alice: Any, server: Server, profiles: Any) -> None:
+    with server.api("alice") as api:
+        result = api.post("/api/v1/import", content=_export_with(650), headers={"Content-Type": "application/json"})
+        assert result.status_code == 200, result.text
+        cid = result.json()["conversation_ids"][0]
+    alice.goto(server.url + "/c/" + cid)
+    messages = alice.locator("#messages > .message")
+    expect(messages.last).to_contain_text("Message number 649")
+    expect(messages).to_have_count(200)
+    expect(alice.get_by_role("button", name="Load earlier messages")).to_be_visible()
+    alice.locator("#feed").evaluate("f => f.scrollTop = 0")
+    expect(messages).to_have_count(400)
+    alice.get_by_role("button", name="Load earlier messages").click()
+    alice.get_by_role("button", name="Load earlier messages").click()
+    expect(messages).to_have_count(650)
+    expect(messages.first).to_contain_text("Message number 0")
+    expect(alice.get_by_role("button", name="Load earlier messages")).to_be_hidden()
+
+
+def test_tool_calls_and_results_are_shown(alice: Any, server: Server, profiles: Any) -> None:
+    with server.api("alice") as api:
+        c = make_conversation(api, profiles["main"]["id"], title="Tools")
+        path = f"/api/v1/conversations/{c['id']}/messages"
+        api.post(path, json={"role": "user", "content": "Search for cats"}).raise_for_status()
+        api.post(path, json={"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call1", "name": "search", "arguments": '{"q": "cats"}'}]}).raise_for_status()
+        api.post(path, json={"role": "tool", "content": "3 results about cats", "tool_call_id": "call1"}).raise_for_status()
+        api.post(path, json={"role": "assistant", "content": "I found 3 results."}).raise_for_status()
+    alice.goto(server.url + "/c/" + c["id"])
+    call = alice.locator(".tool-call")
+    expect(call.locator("summary")).to_have_text("Tool call: search")
+    call.locator("summary").click()
+    expect(call.locator("pre")).to_have_text('{"q": "cats"}')
+    result = alice.locator(".tool-result")
+    expect(result.locator("summary")).to_have_text("Tool result")
+    result.locator("summary").click()
+    expect(result.locator("pre")).to_have_text("3 results about cats")
