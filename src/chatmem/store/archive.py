@@ -325,8 +325,9 @@ class Archiver:
             document = self._load(session, record, user_id)
             archived_at = iso(conversation.archived_at)
         item = json.loads(document)["conversations"][0]
-        for message in item.get("messages", []):
-            message.pop("tokens", None)
+        for message in item.get("messages", []):  # archive-only extras: the export shape
+            for key in ("tokens", "seq", "meta"):
+                message.pop(key, None)
         item["archived_at"] = archived_at
         return item  # type: ignore[no-any-return]
 

@@ -195,6 +195,7 @@ def files_of(session: Session, conversation_id: str) -> Iterator[dict[str, Any]]
             "content": row.content,
             "message_id": row.message_id,
             "state": row.state,
+            "created_at": format_time(row.created_at),
         }
 
 

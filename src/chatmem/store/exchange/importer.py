@@ -313,7 +313,7 @@ def file_rows(
             "content": item.content,
             "state": item.state,
             "size": len(item.content.encode("utf-8")),
-            "created_at": now,
+            "created_at": item.created_at or now,
             **counts_for_text(item.content),
         }
 

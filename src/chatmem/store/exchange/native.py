@@ -242,6 +242,7 @@ def _file(data: Mapping[str, Any], parent: _Check, known: set[str]) -> ImportedF
         content=check.string(data, "content") or "",
         message_id=message_id,
         state=state,
+        created_at=check.time(data, "created_at"),
     )
 
 

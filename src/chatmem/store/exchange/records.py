@@ -54,6 +54,7 @@ class ImportedFile:
     content: str
     message_id: str | None = None
     state: FileState = "auto"
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
