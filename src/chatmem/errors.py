@@ -17,6 +17,7 @@ Hierarchy::
     ├── InsufficientCredits           insufficient_credits
     ├── ArchiveDamaged                archive_damaged  (an archive failed its hash check)
     ├── ConfigurationError            configuration_error   (refuse to start)
+    ├── SecretUnreadable              secret_unreadable  (wrong key, moved or damaged ciphertext)
     └── ProviderError                 provider_error   (the model API failed)
         ├── ProviderContextLength     context_length_exceeded
         ├── ProviderAuthError         provider_auth
@@ -126,6 +127,12 @@ class ConfigurationError(ChatmemError):
     """The deployment is misconfigured (e.g. a malformed encryption key); refuse to start."""
 
     code = "configuration_error"
+
+
+class SecretUnreadable(ChatmemError):
+    """A stored secret cannot be decrypted: another master key, another row, or damage (PROF-2)."""
+
+    code = "secret_unreadable"
 
 
 class ProviderError(ChatmemError):

@@ -17,6 +17,8 @@ from tests.support.app import ApiUser, make_user
 from tests.support.model_server import FakeModelServer
 
 KEY = "sk-live-PROFILE-KEY-7f3a9c2e5b"
+# Storage-sensitive tests run on both backends; the rest once, on SQLite, to keep this file fast.
+SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"])
 PUBLIC = StaticResolver({"api.model.test": ["93.184.216.34"], "inside.test": ["10.1.2.3"]})
 
 
@@ -66,6 +68,7 @@ def test_create_read_list_with_defaults(api: TestClient, alice: ApiUser) -> None
     assert [p["id"] for p in listed] == [created["id"]]
 
 
+@SQLITE_ONLY
 def test_api_key_is_write_only_in_every_response(api: TestClient, alice: ApiUser) -> None:
     """PROF-2: create, read, list, patch and test responses never carry the key."""
     created = create(api, alice, api_key=KEY)
@@ -93,6 +96,7 @@ def test_patch_replaces_and_removes_the_key(api: TestClient, alice: ApiUser) -> 
     assert removed.json()["has_api_key"] is False
 
 
+@SQLITE_ONLY
 def test_context_window_out_of_range_is_refused_and_bounds_accepted(
     api: TestClient, alice: ApiUser
 ) -> None:
@@ -110,6 +114,7 @@ def test_context_window_out_of_range_is_refused_and_bounds_accepted(
         assert create(api, alice, context_window=window)["context_window"] == window
 
 
+@SQLITE_ONLY
 def test_answer_reserve_larger_than_half_the_window_is_refused(api: TestClient, alice: ApiUser) -> None:
     response = api.post(
         "/api/v1/profiles", json=body(context_window=8192, answer_reserve=5000), headers=alice.headers
@@ -117,11 +122,13 @@ def test_answer_reserve_larger_than_half_the_window_is_refused(api: TestClient, 
     assert response.status_code == 422
 
 
+@SQLITE_ONLY
 def test_unknown_tokenizer_is_refused(api: TestClient, alice: ApiUser) -> None:
     response = api.post("/api/v1/profiles", json=body(tokenizer="gpt2"), headers=alice.headers)
     assert response.status_code == 422
 
 
+@SQLITE_ONLY
 def test_prices_override_free_and_unknown(api: TestClient, alice: ApiUser) -> None:
     """PROF-1: overridable prices, free models, and unknown models reported as such."""
     over = create(api, alice, input_price_per_mtok=1.5, output_price_per_mtok=2)
@@ -135,6 +142,7 @@ def test_prices_override_free_and_unknown(api: TestClient, alice: ApiUser) -> No
     assert unknown["prices"]["source"] == "unknown"
 
 
+@SQLITE_ONLY
 def test_private_profiles_of_others_answer_not_found(
     api: TestClient, alice: ApiUser, bob: ApiUser
 ) -> None:
@@ -160,6 +168,7 @@ def test_admins_publish_shared_profiles_visible_to_all(
     assert api.delete(f"/api/v1/profiles/{shared['id']}", headers=alice.headers).status_code == 403
 
 
+@SQLITE_ONLY
 def test_only_admins_may_share(api: TestClient, alice: ApiUser) -> None:
     response = api.post("/api/v1/profiles", json=body(shared=True), headers=alice.headers)
     assert response.status_code == 403
@@ -179,6 +188,7 @@ def test_summarizer_must_be_a_visible_profile(api: TestClient, alice: ApiUser, b
     assert again["summarizer_profile_id"] is None
 
 
+@SQLITE_ONLY
 def test_delete(api: TestClient, alice: ApiUser) -> None:
     pid = create(api, alice)["id"]
     assert api.delete(f"/api/v1/profiles/{pid}", headers=alice.headers).status_code == 204
@@ -198,6 +208,7 @@ HOSTILE_ON_SAVE = [
 ]
 
 
+@SQLITE_ONLY
 def test_hostile_base_urls_are_refused_on_save(api: TestClient, alice: ApiUser) -> None:
     """PROF-4: POST and PATCH answer 400 endpoint_not_allowed and store nothing."""
     pid = create(api, alice)["id"]
@@ -222,6 +233,7 @@ def private_api(settings: Settings) -> Iterator[TestClient]:
         yield client
 
 
+@SQLITE_ONLY
 def test_connection_test_succeeds_and_sends_the_key(
     private_api: TestClient, model_server: FakeModelServer
 ) -> None:
@@ -236,6 +248,7 @@ def test_connection_test_succeeds_and_sends_the_key(
     assert model_server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
 
 
+@SQLITE_ONLY
 def test_connection_test_reports_a_rejected_key(
     private_api: TestClient, model_server: FakeModelServer
 ) -> None:
@@ -251,6 +264,7 @@ def test_connection_test_reports_a_rejected_key(
     assert KEY not in result.text
 
 
+@SQLITE_ONLY
 def test_connection_test_falls_back_to_a_completion_without_models_list(
     private_api: TestClient, model_server: FakeModelServer
 ) -> None:
@@ -264,6 +278,7 @@ def test_connection_test_falls_back_to_a_completion_without_models_list(
     assert model_server.chat_requests[-1].body["max_tokens"] == 1
 
 
+@SQLITE_ONLY
 def test_connection_test_reports_an_unreachable_endpoint(private_api: TestClient) -> None:
     user = make_user(private_api, "carol")
     with FakeModelServer() as gone:

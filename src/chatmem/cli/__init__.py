@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "exchange",
     "context",
     "accounts",
+    "keys",
 ]
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from chatmem.errors import ChatmemError, ConfigurationError
+from chatmem.errors import ConfigurationError, SecretUnreadable
 
 FORMAT_VERSION = 1
 KEY_BYTES = 32
@@ -45,10 +45,7 @@ KEY_FILE_NAME = "secret.key"
 _HEADER = 1 + KEY_ID_BYTES + NONCE_BYTES
 
 
-class SecretDecryptError(ChatmemError):
-    """A stored secret cannot be decrypted (wrong key, wrong row, or damaged)."""
-
-    code = "secret_unreadable"
+SecretDecryptError = SecretUnreadable  # the name used in this module
 
 
 def key_id(key: bytes) -> bytes:

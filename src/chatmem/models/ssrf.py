@@ -135,6 +135,8 @@ def address_refusal(ip: IPAddress) -> str | None:
             why = address_refusal(inner)
             if why is not None:
                 return f"{why} (embedded in {ip})"
+            if ip in _NAT64:  # carved out of ::/8: a NAT64 address is its IPv4 address
+                return None
         table = BLOCKED_V6
     else:
         table = BLOCKED_V4

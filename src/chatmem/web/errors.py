@@ -41,6 +41,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "provider_unreachable": 502,
     "provider_error": 502,
     "configuration_error": 500,
+    "secret_unreadable": 500,
     "archive_damaged": 500,
 }
 
