@@ -107,9 +107,10 @@ class Server:
                 self.proc.wait(5)
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    state = tmp_path / "serve-state"
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One set of processes for the module (starting them is most of the cost)."""
+    state = tmp_path_factory.mktemp("serve-state")
     server = Server(state)
     with _model_server() as model, running_mcp_server(token="mcp-secret") as mcp:
         server.start()
@@ -128,16 +129,21 @@ def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
                 "name": "tools", "url": mcp.url, "bearer_token": "mcp-secret",
             })
             assert created.status_code == 201, created.text
-            conversation = api.post("/api/v1/conversations", json={
-                "title": "kill", "profile_id": profile.json()["id"],
-            })
-            assert conversation.status_code == 201, conversation.text
             yield {"server": server, "model": model, "mcp": mcp, "api": api, "db": db,
-                   "conversation": conversation.json()["id"]}
+                   "profile_id": profile.json()["id"]}
             api.close()
             db.dispose()
         finally:
             server.stop()
+
+
+@pytest.fixture
+def conversation(world: dict[str, Any]) -> str:
+    response = world["api"].post("/api/v1/conversations", json={
+        "title": "kill", "profile_id": world["profile_id"],
+    })
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
 
 
 def _events_until(api: httpx.Client, run_id: str, predicate: Any) -> list[dict[str, Any]]:
@@ -173,13 +179,16 @@ def _wait(api: httpx.Client, run_id: str) -> dict[str, Any]:
     raise AssertionError("run did not finish")
 
 
-def test_kill_mid_stream_keeps_streamed_text_and_marks_interrupted_TURN_3(world: dict[str, Any]) -> None:
-    server, model, api, db, cid = (world[k] for k in ("server", "model", "api", "db", "conversation"))
+def test_kill_mid_stream_keeps_streamed_text_and_marks_interrupted_TURN_3(
+    world: dict[str, Any], conversation: str
+) -> None:
+    server, model, api, db = (world[k] for k in ("server", "model", "api", "db"))
+    cid = conversation
     full = " ".join(f"word{i}" for i in range(60))
-    model.reply(full, delay=0.1)
+    model.reply(full, delay=0.05)
     run_id = _start(api, cid, "Tell me a long story")
-    seen = _events_until(api, run_id, lambda ev: sum(e["event"] == "delta" for e in ev) >= 8)
-    time.sleep(0.3)  # let the journal flush what the client saw
+    seen = _events_until(api, run_id, lambda ev: sum(e["event"] == "delta" for e in ev) >= 5)
+    time.sleep(0.25)  # let the journal flush what the client saw
     server.kill()
     server.start()
 
@@ -202,11 +211,12 @@ def test_kill_mid_stream_keeps_streamed_text_and_marks_interrupted_TURN_3(world:
 
 
 def test_kill_mid_tool_call_marks_it_unknown_and_never_replays_it_TURN_3(
-    world: dict[str, Any],
+    world: dict[str, Any], conversation: str
 ) -> None:
-    server, model, api, db, cid = (world[k] for k in ("server", "model", "api", "db", "conversation"))
+    server, model, api, db = (world[k] for k in ("server", "model", "api", "db"))
+    cid = conversation
     mcp: McpServerProcess = world["mcp"]
-    model.tool_call("slow", {"seconds": 4, "label": "once"}, id="call_slow_1")
+    model.tool_call("slow", {"seconds": 2.5, "label": "once"}, id="call_slow_1")
     run_id = _start(api, cid, "Run the slow tool")
     _events_until(api, run_id, lambda ev: ev[-1]["event"] == "tool_call")
     deadline = time.monotonic() + 10
@@ -229,7 +239,7 @@ def test_kill_mid_tool_call_marks_it_unknown_and_never_replays_it_TURN_3(
     model.reply("The slow tool's result is unknown; shall I run it again?")
     new_run = _start(api, cid, "What happened?")
     assert _wait(api, new_run)["status"] == "completed"
-    time.sleep(4.2)  # past the point the interrupted call would have finished
+    time.sleep(1.5)  # past the point the interrupted call would have finished
     stats = mcp.stats()
     assert stats["calls"] == {"slow": 1}
     sent = model.requests[-1].body["messages"]
