@@ -28,10 +28,35 @@ from chatmem.context import (
     plan,
 )
 
-WORDS = (
-    "the memory of a conversation keeps every message whole and decides what the model sees "
-    "budget window summary request answer reserve token price file tool result question"
-).split()
+WORDS = [
+    "the",
+    "memory",
+    "of",
+    "a",
+    "conversation",
+    "keeps",
+    "every",
+    "message",
+    "whole",
+    "and",
+    "decides",
+    "what",
+    "the",
+    "model",
+    "sees",
+    "budget",
+    "window",
+    "summary",
+    "request",
+    "answer",
+    "reserve",
+    "token",
+    "price",
+    "file",
+    "tool",
+    "result",
+    "question",
+]
 PROFILE = Profile()  # the default profile: 32,768-token window, 4,096 answer reserve
 
 
@@ -57,8 +82,9 @@ def make_messages(count: int, seed: int = 7) -> list[Message]:
     out = out[:count]
     # cached counts, as storage hands them in (CTX-2)
     return [
-        Message(m.id, m.role, m.content, count_message(m, tok), m.excluded, m.tool_calls,
-                m.tool_call_id)
+        Message(
+            m.id, m.role, m.content, count_message(m, tok), m.excluded, m.tool_calls, m.tool_call_id
+        )
         for m in out
     ]
 
@@ -125,7 +151,7 @@ def main() -> int:
     ok &= scaling[100_000] <= 2 * scaling[1_000]
 
     sample = " ".join(m.content for m in messages[:2_000])
-    sample += " Привет, мир! 你好，世界。 {\"id\": 12345, \"ok\": true} 🙂" * 2_000
+    sample += ' Привет, мир! 你好，世界。 {"id": 12345, "ok": true} 🙂' * 2_000
     size_mb = len(sample.encode("utf-8")) / 1e6
     for name in ("estimate", "o200k_base"):
         tok = get_tokenizer(name)

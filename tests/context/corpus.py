@@ -94,7 +94,7 @@ SHORT_WORDS = "a b c I x y z, so I do: if a = b then c is 1 or 2 - ok? no. we go
 MARKDOWN = (
     "## Results\n\n| name | score | delta |\n| --- | ---: | ---: |\n| alpha | 0.91 | +0.02 |\n"
     "| beta | 0.87 | -0.01 |\n\n- **Bold** item with `inline code`\n- [link](https://example.org/a?b=c&d=e)\n"
-    "> Quote: \"It works,\" she said.\n"
+    '> Quote: "It works," she said.\n'
 )
 
 CORPUS.update({"short_words": SHORT_WORDS, "markdown": MARKDOWN})

@@ -78,8 +78,11 @@ def test_flat_tool_calls_prices_and_knobs_are_accepted() -> None:
         (("conversations", 0, "messages", 1, "id"), "m1", "duplicate message id"),
         (("conversations", 0, "messages", 0, "excluded"), "yes", "excluded"),
         (("conversations", 0, "messages", 0, "tool_calls"), "x", "tool_calls: expected a list"),
-        (("conversations", 0, "messages", 0, "tool_calls"), [{"id": "c", "name": "f",
-          "arguments": {}}], "arguments"),
+        (
+            ("conversations", 0, "messages", 0, "tool_calls"),
+            [{"id": "c", "name": "f", "arguments": {}}],
+            "arguments",
+        ),
         (("conversations", 0, "summary"), {"text": "s", "through": "zz"}, "no message"),
         (("conversations", 0, "files", 0, "state"), "lost", "files[0].state"),
         (("conversations", 0, "files", 0, "message_id"), "zz", "files[0].message_id"),

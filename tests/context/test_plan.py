@@ -178,7 +178,6 @@ def test_ctx6_window_truncates_an_oversize_message_with_the_exact_marker() -> No
     assert len(content) == 8_000
     dropped = int(re.search(r"\[… (\d+) characters omitted …\]$", content).group(1))
     assert content.startswith("w" * (10_000 - dropped))
-    assert len(content) - len(content.rstrip("]…omitedcharcs 0123456789[")) > 0
     assert 10_000 - dropped == content.index(" [")
     assert result.status == {"a": "out_of_memory", "b": "in_memory"}
 
@@ -284,7 +283,7 @@ def test_turn5_ctx13_the_turn_in_progress_is_always_sent() -> None:
 
 
 def test_turn5_a_turn_too_large_for_the_window_does_not_fit() -> None:
-    history = pairs(1) + [Message("big", "user", "x", tokens=50_000)]
+    history = [*pairs(1), Message("big", "user", "x", tokens=50_000)]
     result = plan(conv(history), Profile(), mode="full", turn_start="big")
     assert not result.fits
     with pytest.raises(DoesNotFit) as caught:
@@ -453,11 +452,27 @@ def test_ctx20_window_mode_keeps_a_call_and_its_result_together() -> None:
 def test_plan_to_dict_has_exactly_the_contract_shape() -> None:
     d = plan(conv(pairs(2)), Profile(), mode="full", draft="x").to_dict()
     assert list(d) == [
-        "mode", "fits", "messages", "status", "files", "tokens", "level", "compaction", "price",
+        "mode",
+        "fits",
+        "messages",
+        "status",
+        "files",
+        "tokens",
+        "level",
+        "compaction",
+        "price",
     ]
     assert list(d["tokens"]) == [
-        "instructions", "tools", "summary", "messages", "files", "images", "reserve", "free",
-        "used", "window",
+        "instructions",
+        "tools",
+        "summary",
+        "messages",
+        "files",
+        "images",
+        "reserve",
+        "free",
+        "used",
+        "window",
     ]
     assert list(d["compaction"]) == ["needed", "threshold"]
     assert list(d["price"]) == ["next_request", "compaction", "currency", "free"]
@@ -473,9 +488,10 @@ def test_exact_tokenizer_profile_is_used_when_none_given() -> None:
     est = plan(c, Profile(), mode="full")
     exact = plan(c, Profile(tokenizer="o200k_base"), mode="full")
     assert exact.tokens.messages <= est.tokens.messages
-    assert exact.tokens.messages == plan(
-        c, Profile(), mode="full", tokenizer=get_tokenizer("o200k_base")
-    ).tokens.messages
+    assert (
+        exact.tokens.messages
+        == plan(c, Profile(), mode="full", tokenizer=get_tokenizer("o200k_base")).tokens.messages
+    )
 
 
 def test_status_map_is_lazy_and_compares_by_content() -> None:

@@ -59,8 +59,6 @@ def test_engine_is_pure_imports_nothing_else_and_reads_no_environment() -> None:
     result = _run()
     allowed = {"chatmem", "chatmem.context"}
     assert all(m in allowed or m.startswith("chatmem.context.") for m in result["loaded"])
-    forbidden = [
-        m for m in result["modules"] if m.split(".")[0] in FORBIDDEN_PREFIXES
-    ]
+    forbidden = [m for m in result["modules"] if m.split(".")[0] in FORBIDDEN_PREFIXES]
     assert forbidden == []
     assert result["reads"] == []

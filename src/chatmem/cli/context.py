@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import typer
 
-from chatmem.context import MODES, PlanInputError, plan
+from chatmem.context import MODES, Mode, PlanInputError, plan
 from chatmem.context.document import load_export
 
 
@@ -62,7 +62,7 @@ def run_plan(
     result = plan(
         item.conversation,
         profile,
-        mode=mode or item.mode,  # type: ignore[arg-type]
+        mode=cast(Mode, mode) if mode is not None else item.mode,
         draft=draft,
     )
     return result.to_dict()

@@ -15,7 +15,6 @@ backlog is then folded by several requests in a row (plan again after each).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -73,7 +72,6 @@ def summary_tokens(summary: Summary, tokenizer: Tokenizer) -> int:
     return MESSAGE_OVERHEAD + tokenizer.count(summary_message(summary)["content"])
 
 
-@functools.lru_cache(maxsize=8)
 def _instruction_tokens(tokenizer: Tokenizer) -> int:
     return 2 * MESSAGE_OVERHEAD + tokenizer.count(SUMMARY_INSTRUCTIONS) + 40  # + fixed labels
 

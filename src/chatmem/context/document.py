@@ -17,6 +17,7 @@ from chatmem.context.values import (
     MODES,
     Conversation,
     File,
+    FileState,
     Message,
     Mode,
     Prices,
@@ -213,7 +214,7 @@ def _exported(value: Any, where: str) -> ExportedConversation:
                 name=cast(str, _str(fo, "name", here)),
                 content=_str(fo, "content", here, required=False) or "",
                 message_id=message_id,
-                state=state,
+                state=cast(FileState, state),
             )
         )
     instructions = _str(obj, "instructions", where, required=False) or ""
@@ -241,7 +242,7 @@ def load_export(obj: Any) -> list[ExportedConversation]:
     """Every conversation of a ``{"format": "chatmem.export/1", "conversations": [...]}``
     document; a foreign or malformed document raises ``PlanInputError``."""
     if not isinstance(obj, Mapping) or obj.get("format") != EXPORT_FORMAT:
-        raise PlanInputError(f"not a chatmem export (expected \"format\": \"{EXPORT_FORMAT}\")")
+        raise PlanInputError(f'not a chatmem export (expected "format": "{EXPORT_FORMAT}")')
     return [
         _exported(c, f"conversations[{k}]")
         for k, c in enumerate(_list(obj.get("conversations"), "conversations"))

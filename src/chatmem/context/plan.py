@@ -153,7 +153,10 @@ class Plan:
                 "window": t.window,
             },
             "level": self.level,
-            "compaction": {"needed": self.compaction.needed, "threshold": self.compaction.threshold},
+            "compaction": {
+                "needed": self.compaction.needed,
+                "threshold": self.compaction.threshold,
+            },
             "price": {
                 "next_request": self.price.next_request,
                 "compaction": self.price.compaction,
@@ -386,16 +389,17 @@ def _window(
                 role = "assistant" if messages[k].role == "assistant" else "user"
                 turn_sent.append({"role": role, "content": text})
                 statuses[k] = "in_memory"
-                turn_tokens += messages[k].tokens if messages[k].tokens is not None else (
-                    tokens_of(messages[k])
-                )
+                cached = messages[k].tokens
+                turn_tokens += cached if cached is not None else tokens_of(messages[k])
                 budget.chars -= len(text)
                 budget.messages -= 1
         if budget.chars < 0 or budget.messages < 0:
             budget.stopped = True
         turn_statuses = [statuses.get(k, "out_of_memory") for k in range(history_stop, n)]
         tail = turn_sent + tail
-    chosen = select_window(messages, history_stop, budget=budget, tokenizer=tok, tokens_of=tokens_of)
+    chosen = select_window(
+        messages, history_stop, budget=budget, tokenizer=tok, tokens_of=tokens_of
+    )
     return chosen, tail, turn_statuses, turn_tokens, draft_tokens
 
 

@@ -59,7 +59,9 @@ def price_for(profile: Profile) -> Prices:
 
 def summarizer_price_for(profile: Profile) -> Prices:
     """CTX-9: the summariser may be a cheaper profile; default: the profile's own prices."""
-    return profile.summarizer_prices if profile.summarizer_prices is not None else price_for(profile)
+    return (
+        profile.summarizer_prices if profile.summarizer_prices is not None else price_for(profile)
+    )
 
 
 def cost(tokens: int, per_mtok: float) -> float:

@@ -41,9 +41,10 @@ class StatusMap(Mapping[str, MessageStatus]):
             messages, lo = self._messages, self._lo
             boundary = -1
             if self._through is not None:
-                boundary = self._boundary
-                if boundary is None:
-                    boundary = find_backward(messages, self._through, lo)
+                known = self._boundary
+                boundary = (
+                    known if known is not None else find_backward(messages, self._through, lo)
+                )
             excluded = excluded_flags(messages, lo)
             expanded: dict[str, MessageStatus] = {}
             for i in range(lo):

@@ -243,9 +243,7 @@ def get_tokenizer(name: str) -> Tokenizer:
         return EstimateTokenizer()
     if name in TOKENIZER_NAMES:
         return BpeTokenizer(name)
-    raise PlanInputError(
-        f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZER_NAMES)}"
-    )
+    raise PlanInputError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZER_NAMES)}")
 
 
 def count_text(text: str, tokenizer: Tokenizer) -> int:
