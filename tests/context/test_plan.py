@@ -505,3 +505,14 @@ def test_status_map_is_lazy_and_compares_by_content() -> None:
     tail = status.tail()
     assert 12 <= len(tail) < 100
     assert all(status[k] == v for k, v in tail.items())
+
+
+def test_ctx16_auto_files_count_toward_the_budget_with_their_message() -> None:
+    history = cached(pairs(4), tokens=100)
+    big = File("f", "big.txt", "x", message_id="m0", tokens=600)
+    profile = Profile(context_window=1_500, answer_reserve=500)  # 1,000 for the request
+    result = plan(conv(history, files=(big,)), profile, mode="full")
+    assert not result.fits  # the oldest pair would bring 200 + 600 tokens: it does not fit
+    assert result.files == {"f": "out_of_memory"}
+    assert result.status["m0"] == "out_of_memory" and result.status["m2"] == "in_memory"
+    assert result.tokens.used <= 1_000

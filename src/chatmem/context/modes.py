@@ -39,7 +39,7 @@ the plan then does not fit, and nothing is cut silently (CTX-19).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,21 +204,30 @@ def select_pairs(
     through: str | None,
     available: int,
     tokens_of: TokensOf,
+    file_tokens: Mapping[str, int] | None = None,
 ) -> Selection:
-    """``economy``/``full``: every pair after the summary, newest first, while it fits."""
+    """``economy``/``full``: every pair after the summary, newest first, while it fits.
+
+    ``file_tokens`` maps a message id to the tokens of the auto files riding with it
+    (CTX-16): a pair is taken only if it fits together with its files."""
     walker = PairWalker(messages, stop, through, tokens_of)
     chosen = Selection(lo=stop)
     sent_chunks: list[list[dict[str, Any]]] = []
     status_chunks: list[list[MessageStatus]] = []
+    spent = 0
     for pair in walker:
         if pair.excluded:
             status_chunks.append(["excluded"] * (pair.stop - pair.start))
             chosen.lo = pair.start
             continue
-        if chosen.tokens + pair.tokens > available:
+        cost = pair.tokens
+        if file_tokens:
+            cost += sum(file_tokens.get(messages[k].id, 0) for k in range(pair.start, pair.stop))
+        if spent + cost > available:
             chosen.overflow = True
             chosen.overflow_pair = pair
             break
+        spent += cost
         sent, statuses = render_pair(messages, pair.start, pair.stop)
         sent_chunks.append(sent)
         status_chunks.append(statuses)

@@ -184,6 +184,15 @@ def _file_tokens(file: File, tokenizer: Tokenizer) -> int:
     return MESSAGE_OVERHEAD + tokenizer.count(file_block(file)["content"])
 
 
+def _auto_file_tokens(files: Sequence[File], tokenizer: Tokenizer) -> dict[str, int]:
+    """Message id -> tokens of the auto files attached to it (they travel with it)."""
+    out: dict[str, int] = {}
+    for f in files:
+        if f.state == "auto" and f.message_id is not None:
+            out[f.message_id] = out.get(f.message_id, 0) + _file_tokens(f, tokenizer)
+    return out
+
+
 @dataclass
 class _Fold:
     start: int
@@ -267,6 +276,7 @@ def _plan(
             through=summary.through if summary is not None else None,
             available=budget - fixed - turn_tokens,
             tokens_of=tokens_of,
+            file_tokens=_auto_file_tokens(conversation.files, tok),
         )
 
     in_memory_ids = set(chosen.in_memory_ids)
