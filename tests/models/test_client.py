@@ -6,6 +6,7 @@ import json
 import logging
 
 import pytest
+from tests.support.model_server import FakeModelServer
 
 from chatmem.context.values import ToolCall
 from chatmem.errors import (
@@ -26,7 +27,6 @@ from chatmem.models.client import (
     Usage,
 )
 from chatmem.models.ssrf import EndpointPolicy, StaticResolver
-from tests.support.model_server import FakeModelServer
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 PRIVATE_OK = EndpointPolicy(allow_private=True)
@@ -43,7 +43,9 @@ class Sleeps:
 def client_for(server: FakeModelServer, **kwargs: object) -> ModelClient:
     kwargs.setdefault("sleep", Sleeps())
     return ModelClient(
-        ModelEndpoint(server.base_url, "fake-model", KEY), PRIVATE_OK, **kwargs  # type: ignore[arg-type]
+        ModelEndpoint(server.base_url, "fake-model", KEY),
+        PRIVATE_OK,
+        **kwargs,  # type: ignore[arg-type]
     )
 
 
@@ -160,11 +162,21 @@ async def test_no_retry_once_text_has_arrived(model_server: FakeModelServer) -> 
     ("status", "body", "error"),
     [
         (400, None, ProviderContextLength),  # OpenAI's context_length_exceeded (set below)
-        (400, {"error": {"message": "This model's maximum context length is 4096 tokens"}},
-         ProviderContextLength),
-        (413, {"error": "prompt is too long: 200000 tokens > 100000 maximum"}, ProviderContextLength),
-        (401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}},
-         ProviderAuthError),
+        (
+            400,
+            {"error": {"message": "This model's maximum context length is 4096 tokens"}},
+            ProviderContextLength,
+        ),
+        (
+            413,
+            {"error": "prompt is too long: 200000 tokens > 100000 maximum"},
+            ProviderContextLength,
+        ),
+        (
+            401,
+            {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}},
+            ProviderAuthError,
+        ),
         (403, {"error": {"message": "forbidden"}}, ProviderAuthError),
         (400, {"error": {"message": "unknown parameter foo"}}, ProviderError),
         (404, "model not found", ProviderError),

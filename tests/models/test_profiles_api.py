@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from tests.support.app import ApiUser, make_user
+from tests.support.model_server import FakeModelServer
 
 from chatmem.models.ssrf import EndpointPolicy, StaticResolver
 from chatmem.settings import Settings
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.web.app import create_app
-from tests.support.app import ApiUser, make_user
-from tests.support.model_server import FakeModelServer
 
 KEY = "sk-live-PROFILE-KEY-7f3a9c2e5b"
 # Storage-sensitive tests run on both backends; the rest once, on SQLite, to keep this file fast.
@@ -103,7 +103,9 @@ def test_context_window_out_of_range_is_refused_and_bounds_accepted(
     """PROF-1: 8,192 … 1,000,000 tokens, on create and on change."""
     pid = create(api, alice)["id"]
     for window in (8_191, 1_000_001, 0, -5, "32768"):
-        response = api.post("/api/v1/profiles", json=body(context_window=window), headers=alice.headers)
+        response = api.post(
+            "/api/v1/profiles", json=body(context_window=window), headers=alice.headers
+        )
         assert response.status_code == 422, window
         assert response.json()["error"]["code"] == "invalid_input"
         patched = api.patch(
@@ -115,9 +117,13 @@ def test_context_window_out_of_range_is_refused_and_bounds_accepted(
 
 
 @SQLITE_ONLY
-def test_answer_reserve_larger_than_half_the_window_is_refused(api: TestClient, alice: ApiUser) -> None:
+def test_answer_reserve_larger_than_half_the_window_is_refused(
+    api: TestClient, alice: ApiUser
+) -> None:
     response = api.post(
-        "/api/v1/profiles", json=body(context_window=8192, answer_reserve=5000), headers=alice.headers
+        "/api/v1/profiles",
+        json=body(context_window=8192, answer_reserve=5000),
+        headers=alice.headers,
     )
     assert response.status_code == 422
 
@@ -133,8 +139,11 @@ def test_prices_override_free_and_unknown(api: TestClient, alice: ApiUser) -> No
     """PROF-1: overridable prices, free models, and unknown models reported as such."""
     over = create(api, alice, input_price_per_mtok=1.5, output_price_per_mtok=2)
     assert over["prices"] == {
-        "input_per_mtok": 1.5, "output_per_mtok": 2.0, "free": False,
-        "source": "override", "currency": "USD",
+        "input_per_mtok": 1.5,
+        "output_per_mtok": 2.0,
+        "free": False,
+        "source": "override",
+        "currency": "USD",
     }
     free = create(api, alice, free=True)
     assert free["prices"]["free"] is True and free["prices"]["input_per_mtok"] == 0
@@ -149,7 +158,10 @@ def test_private_profiles_of_others_answer_not_found(
     """STORE-1: another user's private profile is a missing id, for every verb."""
     pid = create(api, alice, api_key=KEY)["id"]
     assert api.get(f"/api/v1/profiles/{pid}", headers=bob.headers).status_code == 404
-    assert api.patch(f"/api/v1/profiles/{pid}", json={"name": "x"}, headers=bob.headers).status_code == 404
+    assert (
+        api.patch(f"/api/v1/profiles/{pid}", json={"name": "x"}, headers=bob.headers).status_code
+        == 404
+    )
     assert api.delete(f"/api/v1/profiles/{pid}", headers=bob.headers).status_code == 404
     assert api.post(f"/api/v1/profiles/{pid}/test", headers=bob.headers).status_code == 404
     assert api.get("/api/v1/profiles", headers=bob.headers).json()["items"] == []
@@ -163,7 +175,9 @@ def test_admins_publish_shared_profiles_visible_to_all(
     assert [p["id"] for p in listed] == [shared["id"]]
     assert listed[0]["owned"] is False and listed[0]["has_api_key"] is True
     # Users may use it but not change it.
-    response = api.patch(f"/api/v1/profiles/{shared['id']}", json={"name": "x"}, headers=alice.headers)
+    response = api.patch(
+        f"/api/v1/profiles/{shared['id']}", json={"name": "x"}, headers=alice.headers
+    )
     assert response.status_code == 403
     assert api.delete(f"/api/v1/profiles/{shared['id']}", headers=alice.headers).status_code == 403
 
@@ -174,7 +188,9 @@ def test_only_admins_may_share(api: TestClient, alice: ApiUser) -> None:
     assert response.status_code == 403
 
 
-def test_summarizer_must_be_a_visible_profile(api: TestClient, alice: ApiUser, bob: ApiUser) -> None:
+def test_summarizer_must_be_a_visible_profile(
+    api: TestClient, alice: ApiUser, bob: ApiUser
+) -> None:
     cheap = create(api, alice, name="cheap", model="gpt-4o-mini")
     main = create(api, alice, summarizer_profile_id=cheap["id"])
     assert main["summarizer_profile_id"] == cheap["id"]
@@ -216,7 +232,9 @@ def test_hostile_base_urls_are_refused_on_save(api: TestClient, alice: ApiUser) 
         response = api.post("/api/v1/profiles", json=body(base_url=url), headers=alice.headers)
         assert response.status_code == 400, url
         assert response.json()["error"]["code"] == "endpoint_not_allowed"
-        patched = api.patch(f"/api/v1/profiles/{pid}", json={"base_url": url}, headers=alice.headers)
+        patched = api.patch(
+            f"/api/v1/profiles/{pid}", json={"base_url": url}, headers=alice.headers
+        )
         assert patched.status_code == 400, url
         assert patched.json()["error"]["code"] == "endpoint_not_allowed"
     stored = api.get(f"/api/v1/profiles/{pid}", headers=alice.headers).json()
@@ -225,6 +243,7 @@ def test_hostile_base_urls_are_refused_on_save(api: TestClient, alice: ApiUser) 
 
 
 # --- test connection, against the fake model server ---------------------------------------------
+
 
 @pytest.fixture
 def private_api(settings: Settings) -> Iterator[TestClient]:
@@ -254,7 +273,9 @@ def test_connection_test_reports_a_rejected_key(
 ) -> None:
     user = make_user(private_api, "carol")
     pid = private_api.post(
-        "/api/v1/profiles", json=body(base_url=model_server.base_url, api_key=KEY), headers=user.headers
+        "/api/v1/profiles",
+        json=body(base_url=model_server.base_url, api_key=KEY),
+        headers=user.headers,
     ).json()["id"]
     model_server.expected_api_key = "sk-the-right-one"
     result = private_api.post(f"/api/v1/profiles/{pid}/test", headers=user.headers)
@@ -283,7 +304,9 @@ def test_connection_test_reports_an_unreachable_endpoint(private_api: TestClient
     user = make_user(private_api, "carol")
     with FakeModelServer() as gone:
         url = gone.base_url
-    pid = private_api.post("/api/v1/profiles", json=body(base_url=url), headers=user.headers).json()["id"]
+    pid = private_api.post(
+        "/api/v1/profiles", json=body(base_url=url), headers=user.headers
+    ).json()["id"]
     result = private_api.post(f"/api/v1/profiles/{pid}/test", headers=user.headers).json()
     assert result == {"ok": False, "error": result["error"]}
     assert result["error"]["code"] == "provider_unreachable"

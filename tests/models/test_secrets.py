@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from tests.support.app import make_user
+from tests.support.model_server import FakeModelServer
 
 from chatmem.errors import ConfigurationError, SecretUnreadable
 from chatmem.models.rotation import rotate
@@ -29,8 +31,6 @@ from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.tables.profiles import McpServer, ModelProfile
 from chatmem.web.app import create_app
-from tests.support.app import make_user
-from tests.support.model_server import FakeModelServer
 
 SECRET = "sk-proj-SUPER-SECRET-abcdef0123456789"
 
@@ -112,7 +112,10 @@ def test_serve_with_a_malformed_env_key_exits_with_a_clear_line(tmp_path: Path) 
     env = {**os.environ, "CHATMEM_STATE_DIR": str(tmp_path), "CHATMEM_ENCRYPTION_KEY": "nope"}
     result = subprocess.run(
         [sys.executable, "-m", "chatmem", "serve", "--port", "0"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 1
     assert "CHATMEM_ENCRYPTION_KEY" in result.stderr
@@ -121,6 +124,7 @@ def test_serve_with_a_malformed_env_key_exits_with_a_clear_line(tmp_path: Path) 
 
 # --- rotation ------------------------------------------------------------------------------------
 
+
 def _db_with_secrets(tmp_path: Path, box: SecretBox) -> Database:
     db = Database(f"sqlite:///{tmp_path / 'rot.db'}")
     db.migrate()
@@ -128,14 +132,21 @@ def _db_with_secrets(tmp_path: Path, box: SecretBox) -> Database:
         for pid in ("p1", "p2"):
             session.add(
                 ModelProfile(
-                    id=pid, name=pid, base_url="https://x.test/v1", model="m",
+                    id=pid,
+                    name=pid,
+                    base_url="https://x.test/v1",
+                    model="m",
                     api_key_ciphertext=box.encrypt(f"{SECRET}-{pid}", profile_aad(pid)),
                 )
             )
         session.add(ModelProfile(id="p3", name="nokey", base_url="https://x.test/v1", model="m"))
         session.add(
-            McpServer(id="s1", name="tools", url="https://t.test/mcp",
-                      headers_ciphertext=box.encrypt('{"Authorization": "Bearer t"}', "mcp_server:s1"))
+            McpServer(
+                id="s1",
+                name="tools",
+                url="https://t.test/mcp",
+                headers_ciphertext=box.encrypt('{"Authorization": "Bearer t"}', "mcp_server:s1"),
+            )
         )
     return db
 
@@ -183,14 +194,20 @@ def test_rotation_is_all_or_nothing(tmp_path: Path) -> None:
 
 def test_keys_rotate_command_with_env_key_prints_the_new_key(tmp_path: Path) -> None:
     old_key = new_key()
-    env = {**os.environ, "CHATMEM_STATE_DIR": str(tmp_path),
-           "CHATMEM_ENCRYPTION_KEY": encode_key(old_key)}
+    env = {
+        **os.environ,
+        "CHATMEM_STATE_DIR": str(tmp_path),
+        "CHATMEM_ENCRYPTION_KEY": encode_key(old_key),
+    }
     db = _db_with_secrets(tmp_path, SecretBox(old_key, source="env"))
     db.dispose()
     env["CHATMEM_DATABASE_URL"] = f"sqlite:///{tmp_path / 'rot.db'}"
     result = subprocess.run(
         [sys.executable, "-m", "chatmem", "keys", "rotate"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     printed = result.stdout.strip()
@@ -205,6 +222,7 @@ def test_keys_rotate_command_with_env_key_prints_the_new_key(tmp_path: Path) -> 
 
 
 # --- the key never leaks ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("backend", ["sqlite"])  # the state-file scan needs file-backed state
 def test_key_never_in_responses_logs_database_or_state_files(
@@ -229,8 +247,12 @@ def test_key_never_in_responses_logs_database_or_state_files(
         alice = make_user(api, "alice")
         created = api.post(
             "/api/v1/profiles",
-            json={"name": "m", "base_url": model_server.base_url, "model": "fake-model",
-                  "api_key": SECRET},
+            json={
+                "name": "m",
+                "base_url": model_server.base_url,
+                "model": "fake-model",
+                "api_key": SECRET,
+            },
             headers=alice.headers,
         )
         texts += [created.text]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
+from tests.support.model_server import FakeModelServer
 
 from chatmem.errors import EndpointNotAllowed
 from chatmem.models.client import ModelClient, ModelEndpoint
@@ -16,7 +17,6 @@ from chatmem.models.ssrf import (
     parse_allowed_endpoints,
     safe_async_client,
 )
-from tests.support.model_server import FakeModelServer
 
 # A test resolver: public-looking names, names that point inside, and cloud metadata.
 RESOLVER = StaticResolver(
@@ -142,7 +142,11 @@ def test_hostile_url_is_refused(url: str) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["https://api.public.test/v1", "https://API.PUBLIC.TEST./v1", "https://api6.public.test:8443/v1"],
+    [
+        "https://api.public.test/v1",
+        "https://API.PUBLIC.TEST./v1",
+        "https://api6.public.test:8443/v1",
+    ],
 )
 def test_public_https_names_are_accepted(url: str) -> None:
     checked = POLICY.check_url(url)
@@ -177,11 +181,17 @@ def test_embedded_ipv4_forms() -> None:
 
 # --- opt-ins -------------------------------------------------------------------------------------
 
+
 def test_private_opt_in_admits_http_loopback_and_private_names() -> None:
     resolver = StaticResolver({**RESOLVER.answers, "localhost": ["127.0.0.1", "::1"]})
     policy = EndpointPolicy(allow_private=True, resolver=resolver)
-    for url in ("http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "https://intranet.test/v1",
-                "http://[::1]:8000/v1", "https://mixed.test/"):
+    for url in (
+        "http://127.0.0.1:8080/v1",
+        "http://localhost:11434/v1",
+        "https://intranet.test/v1",
+        "http://[::1]:8000/v1",
+        "https://mixed.test/",
+    ):
         policy.check_url(url)
 
 
@@ -222,11 +232,17 @@ def test_allow_list_syntax_errors_are_configuration_errors() -> None:
 
 # --- at connect time -----------------------------------------------------------------------------
 
-async def test_transport_refuses_a_hostile_url_without_connecting(model_server: FakeModelServer) -> None:
+
+async def test_transport_refuses_a_hostile_url_without_connecting(
+    model_server: FakeModelServer,
+) -> None:
     """The transport re-checks every request URL, not only the saved one."""
     async with safe_async_client(POLICY) as client:
-        for url in (f"http://127.0.0.1:{model_server.port}/v1/models", "https://loop.test/v1/models",
-                    "https://does-not-resolve.test/"):
+        for url in (
+            f"http://127.0.0.1:{model_server.port}/v1/models",
+            "https://loop.test/v1/models",
+            "https://does-not-resolve.test/",
+        ):
             with pytest.raises(EndpointNotAllowed):
                 await client.get(url)
     assert model_server.requests == []
@@ -254,7 +270,14 @@ async def test_proxy_environment_variables_are_ignored(
     model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """PROF-4: HTTPS_PROXY / ALL_PROXY pointing elsewhere change nothing."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
         monkeypatch.setenv(name, "http://127.0.0.1:9")  # the discard port: would fail
     policy = EndpointPolicy(allow_private=True)
     async with ModelClient(ModelEndpoint(model_server.base_url, "m"), policy) as client:
@@ -262,6 +285,7 @@ async def test_proxy_environment_variables_are_ignored(
 
 
 # --- TLS is verified against the host name while the checked IP is dialled ------------------------
+
 
 def _self_signed(tmp_path: object, name: str) -> tuple[str, str]:
     import datetime as dt
@@ -309,7 +333,9 @@ async def test_tls_is_verified_against_the_name_not_the_pinned_address(tmp_path:
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_ctx.load_cert_chain(cert, key)
     client_ctx = ssl.create_default_context(cafile=cert)
-    resolver = StaticResolver({"models.tls.test": ["127.0.0.1"], "impostor.tls.test": ["127.0.0.1"]})
+    resolver = StaticResolver(
+        {"models.tls.test": ["127.0.0.1"], "impostor.tls.test": ["127.0.0.1"]}
+    )
     policy = EndpointPolicy(allow_private=True, resolver=resolver)
     with FakeModelServer(ssl_context=server_ctx) as server:
         good = ModelEndpoint(f"https://models.tls.test:{server.port}/v1", "m")

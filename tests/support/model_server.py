@@ -162,7 +162,9 @@ class _Scripting:
         """Answer with an HTTP error.  ``body`` default: an OpenAI-shaped error object."""
         if body is None:
             body = {"error": {"message": f"fake error {status}", "type": "server_error"}}
-        self._enqueue({"kind": "error", "status": status, "body": body, "headers": dict(headers or {})})
+        self._enqueue(
+            {"kind": "error", "status": status, "body": body, "headers": dict(headers or {})}
+        )
 
     def context_length_error(self) -> None:
         """OpenAI's answer to a request longer than the model's window (CTX-19)."""
@@ -271,6 +273,7 @@ class FakeModelServer(_Scripting):
 
 # --- the wire protocol ---------------------------------------------------------------------------
 
+
 def _words(text: str) -> list[str]:
     parts: list[str] = []
     for i, word in enumerate(text.split(" ")):
@@ -282,7 +285,9 @@ def _rough_tokens(value: Any) -> int:
     return max(1, len(json.dumps(value)) // 4)
 
 
-def _chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+def _chunk(
+    cid: str, model: str, delta: dict[str, Any], finish: str | None = None
+) -> dict[str, Any]:
     return {
         "id": cid,
         "object": "chat.completion.chunk",
@@ -312,24 +317,43 @@ def _stream_events(step: dict[str, Any], body: dict[str, Any]) -> Iterator[dict[
             yield _chunk(
                 cid,
                 model,
-                {"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                 "function": {"name": call["name"], "arguments": ""}}]},
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["name"], "arguments": ""},
+                        }
+                    ]
+                },
             )
             args = call["arguments"]
             third = max(1, len(args) // 3)
             for start in range(0, len(args), third):
                 yield _chunk(
-                    cid, model,
-                    {"tool_calls": [{"index": index, "function": {"arguments": args[start:start + third]}}]},
+                    cid,
+                    model,
+                    {
+                        "tool_calls": [
+                            {"index": index, "function": {"arguments": args[start : start + third]}}
+                        ]
+                    },
                 )
     yield _chunk(cid, model, {}, finish)
     if (body.get("stream_options") or {}).get("include_usage"):
         usage = step.get("usage") or [_rough_tokens(body.get("messages")), max(1, sent)]
         yield {
-            "id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": model, "choices": [],
-            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-                      "total_tokens": usage[0] + usage[1]},
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": usage[0],
+                "completion_tokens": usage[1],
+                "total_tokens": usage[0] + usage[1],
+            },
         }
 
 
@@ -339,8 +363,11 @@ def _completion(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
     if step["kind"] == "tool_calls":
         finish = "tool_calls"
         message["tool_calls"] = [
-            {"id": c["id"], "type": "function",
-             "function": {"name": c["name"], "arguments": c["arguments"]}}
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
             for c in step["calls"]
         ]
     usage = step.get("usage") or [_rough_tokens(body.get("messages")), _rough_tokens(message)]
@@ -350,8 +377,11 @@ def _completion(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         "created": int(time.time()),
         "model": body.get("model", "fake-model"),
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-                  "total_tokens": usage[0] + usage[1]},
+        "usage": {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1],
+        },
     }
 
 
@@ -371,7 +401,9 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 return raw.decode("utf-8", "replace")
 
-        def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        def _send_json(
+            self, status: int, payload: Any, headers: Mapping[str, str] | None = None
+        ) -> None:
             data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -389,9 +421,14 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             shown = f"{sent[:3]}***{sent[-4:]}" if sent else "(none)"
             self._send_json(
                 401,
-                {"error": {"message": f"Incorrect API key provided: {shown}.",
-                           "type": "invalid_request_error", "param": None,
-                           "code": "invalid_api_key"}},
+                {
+                    "error": {
+                        "message": f"Incorrect API key provided: {shown}.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_api_key",
+                    }
+                },
             )
             return True
 
@@ -416,11 +453,17 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/").endswith("/models") and server.models is not None:
                 self._send_json(
                     200,
-                    {"object": "list",
-                     "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in server.models]},
+                    {
+                        "object": "list",
+                        "data": [
+                            {"id": m, "object": "model", "owned_by": "fake"} for m in server.models
+                        ],
+                    },
                 )
             else:
-                self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+                self._send_json(
+                    404, {"error": {"message": "not found", "type": "invalid_request_error"}}
+                )
 
         def do_POST(self) -> None:
             body = self._read_json()
@@ -431,10 +474,15 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             if self._refuse_key():
                 return
             if not self.path.rstrip("/").endswith("/chat/completions"):
-                self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+                self._send_json(
+                    404, {"error": {"message": "not found", "type": "invalid_request_error"}}
+                )
                 return
             if not isinstance(body, dict):
-                self._send_json(400, {"error": {"message": "body must be JSON", "type": "invalid_request_error"}})
+                self._send_json(
+                    400,
+                    {"error": {"message": "body must be JSON", "type": "invalid_request_error"}},
+                )
                 return
             step = server._next_step()
             kind = step["kind"]
@@ -497,6 +545,7 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
 
 # --- scripting a server in another process ------------------------------------------------------
 
+
 @dataclass
 class RemoteModelServer(_Scripting):
     """Scripts a fake model server running as a subprocess (``python -m tests.support.model_server``)."""
@@ -509,8 +558,10 @@ class RemoteModelServer(_Scripting):
 
     def _post(self, path: str, payload: Any) -> Any:
         req = urllib.request.Request(
-            self._root + path, data=json.dumps(payload).encode(),
-            headers={"Content-Type": "application/json"}, method="POST",
+            self._root + path,
+            data=json.dumps(payload).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
         )
         with urllib.request.urlopen(req, timeout=10) as resp:
             return json.loads(resp.read())
@@ -531,6 +582,7 @@ class RemoteModelServer(_Scripting):
 
 
 # --- pytest fixture -----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def model_server() -> Iterator[FakeModelServer]:

@@ -15,7 +15,9 @@ from chatmem.store.db import Database
 
 
 def register(app: typer.Typer) -> None:
-    keys_app = typer.Typer(help="Manage the key that encrypts stored API keys.", no_args_is_help=True)
+    keys_app = typer.Typer(
+        help="Manage the key that encrypts stored API keys.", no_args_is_help=True
+    )
     app.add_typer(keys_app, name="keys")
 
     @keys_app.command("rotate")

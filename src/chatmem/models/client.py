@@ -60,6 +60,7 @@ _CONTEXT_PATTERNS = re.compile(
 
 # --- events ------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class TextDelta:
     text: str
@@ -116,6 +117,7 @@ class RetryPolicy:
 
 
 # --- the client --------------------------------------------------------------------------------
+
 
 class ModelClient:
     """Talks to one model endpoint.  Create per use or keep; ``aclose()`` when done.
@@ -256,7 +258,9 @@ class ModelClient:
         try:
             response = await self._http.get(self._url("/models"))
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.TimeoutException) as exc:
-            raise ProviderUnreachable(f"The model API at {self._host()} could not be reached.") from exc
+            raise ProviderUnreachable(
+                f"The model API at {self._host()} could not be reached."
+            ) from exc
         except httpx.HTTPError as exc:
             raise ProviderError(f"The model API failed ({type(exc).__name__}).") from exc
         if response.status_code >= 300:
@@ -266,7 +270,9 @@ class ModelClient:
             data = response.json().get("data", [])
             return [str(item.get("id")) for item in data if isinstance(item, dict)]
         except (ValueError, AttributeError):
-            raise ProviderError("The model API answered /models with something that is not a model list.") from None
+            raise ProviderError(
+                "The model API answered /models with something that is not a model list."
+            ) from None
 
     # -- errors ---------------------------------------------------------------------------------
     def _host(self) -> str:
@@ -343,6 +349,7 @@ def _is_context_length(status: int, message: str, code: str | None) -> bool:
 
 
 # --- SSE parsing -------------------------------------------------------------------------------
+
 
 @dataclass
 class _PendingCall:

@@ -31,7 +31,7 @@ def table_prices(model: str, base_url: str | None = None) -> tuple[float, float]
     from genai_prices import Usage, calc_price
 
     usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
-    for url in ((base_url, None) if base_url else (None,)):
+    for url in (base_url, None) if base_url else (None,):
         try:
             result = calc_price(usage, model, provider_api_url=url)
         except (LookupError, ValueError):

@@ -56,6 +56,7 @@ EDITABLE = (
 
 # --- lookups -----------------------------------------------------------------------------------
 
+
 def visible_profiles(session: Session, user: User) -> list[ModelProfile]:
     """The user's own profiles and the shared ones, shared first then by name."""
     rows = session.scalars(
@@ -81,6 +82,7 @@ def editable_profile(session: Session, user: User, profile_id: str) -> ModelProf
 
 
 # --- writes ------------------------------------------------------------------------------------
+
 
 def create_profile(
     session: Session,
@@ -192,6 +194,7 @@ def _validate(session: Session, user: User, row: ModelProfile) -> None:
 
 
 # --- views -------------------------------------------------------------------------------------
+
 
 def price_info(row: ModelProfile) -> PriceInfo:
     return resolve_prices(

@@ -58,6 +58,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # --- address policy, as data ------------------------------------------------------------------
 
+
 def _nets(pairs: Iterable[tuple[str, str]]) -> tuple[tuple[ipaddress._BaseNetwork, str], ...]:
     return tuple((ipaddress.ip_network(net), why) for net, why in pairs)
 
@@ -154,6 +155,7 @@ def _kind(reason: str) -> str:
 
 # --- resolvers -----------------------------------------------------------------------------
 
+
 class Resolver(Protocol):
     """Turns a host name into addresses.  Raise ``OSError`` (or return []) when it fails."""
 
@@ -193,6 +195,7 @@ class StaticResolver:
 
 
 # --- the policy --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Target:
@@ -280,7 +283,9 @@ class EndpointPolicy:
             if not trusted and (host in _LOCAL_NAMES or host.endswith(_LOCAL_SUFFIXES)):
                 raise _refuse(url, f"{host} is a local-only name")
         if scheme != "https" and not trusted:
-            raise _refuse(url, "only https URLs are accepted (http needs the private-endpoint opt-in)")
+            raise _refuse(
+                url, "only https URLs are accepted (http needs the private-endpoint opt-in)"
+            )
         return Target(scheme=scheme, host=host, port=port, trusted=trusted, ip_literal=ip_literal)
 
     # -- addresses ------------------------------------------------------------------------
@@ -310,11 +315,13 @@ class EndpointPolicy:
             except ValueError:
                 raise _refuse(host, f"the name {host} resolved to a malformed address") from None
             why = address_refusal(ip)
-            if why is not None:
-                if not trusted or (
-                    _kind(why) in ALWAYS_BLOCKED_KINDS and (host, port) not in self.allowed
-                ):
-                    raise _refuse(host, f"{host} resolves to a {why} address ({ip})")
+            # Trust admits private addresses, but only an explicit host:port entry admits
+            # link-local (metadata), multicast or unspecified ones.
+            explicit = (host, port) in self.allowed
+            if why is not None and (
+                not trusted or (_kind(why) in ALWAYS_BLOCKED_KINDS and not explicit)
+            ):
+                raise _refuse(host, f"{host} resolves to a {why} address ({ip})")
             out.append(str(ip))
         return tuple(out)
 
@@ -347,6 +354,7 @@ def _check_dns_name(url: str, host: str) -> None:
 
 
 # --- connecting to the checked address ---------------------------------------------------------
+
 
 class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
     """Resolves through the policy and connects to the address that passed the check.
@@ -384,8 +392,12 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         assert last is not None
         raise last
 
-    async def connect_unix_socket(self, *args: object, **kwargs: object) -> httpcore.AsyncNetworkStream:
-        raise EndpointNotAllowed("This endpoint is not allowed: unix sockets.", reason="unix socket")
+    async def connect_unix_socket(
+        self, *args: object, **kwargs: object
+    ) -> httpcore.AsyncNetworkStream:
+        raise EndpointNotAllowed(
+            "This endpoint is not allowed: unix sockets.", reason="unix socket"
+        )
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)

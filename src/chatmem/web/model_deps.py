@@ -17,11 +17,11 @@ from chatmem.models.ssrf import EndpointPolicy
 
 
 def get_secrets(request: Request) -> SecretBox:
-    return request.app.state.secrets  # type: ignore[no-any-return]
+    return request.app.state.secrets
 
 
 def get_endpoint_policy(request: Request) -> EndpointPolicy:
-    return request.app.state.endpoint_policy  # type: ignore[no-any-return]
+    return request.app.state.endpoint_policy
 
 
 SecretsDep = Annotated[SecretBox, Depends(get_secrets)]

@@ -141,7 +141,10 @@ def test_profile(
     async def probe() -> dict[str, Any]:
         started = time.monotonic()
         async with ModelClient(
-            endpoint, policy, timeout=min(settings.model_timeout, 30.0), retry=RetryPolicy(attempts=1)
+            endpoint,
+            policy,
+            timeout=min(settings.model_timeout, 30.0),
+            retry=RetryPolicy(attempts=1),
         ) as client:
             try:
                 models = await client.list_models()
