@@ -10,7 +10,7 @@ from chatmem.context.compaction import (
     summary_message,
 )
 from chatmem.context.errors import DoesNotFit, EngineError, PlanInputError
-from chatmem.context.modes import TRUNCATION_MARKER, effective_mode, full_threshold
+from chatmem.context.modes import effective_mode, full_threshold
 from chatmem.context.plan import (
     Breakdown,
     CompactionDecision,
@@ -40,6 +40,7 @@ from chatmem.context.values import (
     Summary,
     ToolCall,
 )
+from chatmem.context.window import TRUNCATION_MARKER
 
 __all__ = [
     "MODES",

@@ -12,22 +12,23 @@ calls and results so far, TURN-5/CTX-13) and the draft are not history: they are
 ``economy`` (CTX-4)
     The summary plus every pair after it.  Complete pairs beyond the newest K
     (``Profile.economy_pairs``) wait verbatim until B (``Profile.economy_batch``) of them
-    have gathered; then the oldest whole batches are folded (:func:`economy_fold`).
+    have gathered; then the oldest whole batches are folded (:func:`economy_cut`).
 ``full`` (CTX-5)
     The summary plus every pair after it.  When the request plus the answer reserve exceeds
     :func:`full_threshold` — min(:data:`FULL_THRESHOLD_FRACTION` x window,
     :data:`FULL_THRESHOLD_CAP`) — everything but the last ``Profile.full_keep_last``
     messages (cut at a pair boundary, never inside the last complete pair) is folded, but only
     when that saves at least :data:`MIN_UNLOAD_FRACTION` of the request ("noticeably
-    unloads") or when the request would not fit the window at all (:func:`full_fold`).
+    unloads") or when the request would not fit the window at all (:func:`full_cut`).
 ``window`` (CTX-6)
     No summary.  The newest messages, at most N (``Profile.window_messages``, counting the
     current one) and C characters (``Profile.window_chars``), newest to oldest.  A message
     longer than C by itself is cut to what is left of the budget with the marker
-    :data:`TRUNCATION_MARKER` stating the exact number of characters dropped (the marker
+    :data:`~chatmem.context.window.TRUNCATION_MARKER` stating the exact number of characters dropped (the marker
     counts toward C), and assembly stops there; a message that merely does not fit the rest
     of the budget ends the assembly.  Roles other than ``assistant`` are sent as ``user``, so
-    tool calls are written into the assistant's text and results sent as user text.
+    tool calls are written into the assistant's text and results sent as user text
+    (assembly lives in ``window.py``).
 stateless profiles (CTX-7)
     Always ``off`` (:func:`effective_mode`).
 
@@ -45,7 +46,7 @@ from typing import Any
 
 from chatmem.context.errors import PlanInputError
 from chatmem.context.history import Pair, PairWalker, TokensOf
-from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer, tool_calls_json
+from chatmem.context.tokens import tool_calls_json
 from chatmem.context.values import MODES, Message, MessageStatus, Mode, Profile
 
 FULL_THRESHOLD_FRACTION = 0.8
@@ -53,8 +54,6 @@ FULL_THRESHOLD_CAP = 200_000
 # "Noticeably unloads": folding must remove at least this share of the request's tokens.
 MIN_UNLOAD_FRACTION = 0.2
 
-TRUNCATION_MARKER = "[… {dropped} characters omitted …]"
-_MARKER_SEPARATOR = " "
 
 # Modes that send the summary, and so give messages it covers the status ``summarized``.
 SUMMARY_MODES: frozenset[Mode] = frozenset({"economy", "full"})
@@ -126,59 +125,6 @@ def _with_calls(message: Message, calls: Sequence[Any]) -> Message:
     return replace(message, tool_calls=tuple(calls))
 
 
-def window_units(
-    messages: Sequence[Message], start: int, stop: int
-) -> list[tuple[list[int], list[str]]]:
-    """CTX-6/CTX-20: the pair as window-mode units, oldest first.  A unit is a list of message
-    indices and their texts as sent; an assistant's tool call and its results form one unit.
-    Indices of messages not sent at all are listed with ``None`` text by the caller's rule:
-    they are left out of every unit."""
-    units: list[tuple[list[int], list[str]]] = []
-    i = start
-    while i < stop:
-        m = messages[i]
-        if m.role == "tool":
-            i += 1  # a result whose call is not right before it: never sent alone (CTX-20)
-            continue
-        if not m.tool_calls:
-            units.append(([i], [m.content]))
-            i += 1
-            continue
-        call_ids = {c.id for c in m.tool_calls}
-        j = i + 1
-        results: list[int] = []
-        while j < stop and messages[j].role == "tool":
-            if messages[j].tool_call_id in call_ids:
-                results.append(j)
-            j += 1
-        answered = {messages[k].tool_call_id for k in results}
-        kept = [c for c in m.tool_calls if c.id in answered]
-        text = m.content
-        if kept:
-            calls = "\n".join(f"[tool call {c.name}({c.arguments})]" for c in kept)
-            text = f"{text}\n{calls}" if text else calls
-            units.append(([i, *results], [text] + [messages[k].content for k in results]))
-        elif text:
-            units.append(([i], [text]))
-        i = j
-    return units
-
-
-def truncate(text: str, budget: int) -> str | None:
-    """``text`` cut to ``budget`` characters including the marker, or None if even the marker
-    does not fit.  The marker states exactly how many characters were dropped."""
-    dropped = len(text) - budget  # a first guess, corrected for the marker's own length
-    for _ in range(4):
-        marker = _MARKER_SEPARATOR + TRUNCATION_MARKER.format(dropped=dropped)
-        keep = budget - len(marker)
-        if keep < 0:
-            return None
-        if len(text) - keep == dropped:
-            return text[:keep] + marker
-        dropped = len(text) - keep
-    return None  # pragma: no cover - converges in two rounds
-
-
 # --------------------------------------------------------------------------- selection
 
 
@@ -240,100 +186,6 @@ def select_pairs(
     chosen.boundary = walker.boundary
     chosen.sent = [m for chunk in reversed(sent_chunks) for m in chunk]
     chosen.explicit = [s for chunk in reversed(status_chunks) for s in chunk]
-    return chosen
-
-
-@dataclass
-class WindowBudget:
-    """What is left of CTX-6's N messages and C characters while assembling."""
-
-    messages: int
-    chars: int
-    full_chars: int
-    stopped: bool = False
-
-    @classmethod
-    def for_profile(cls, profile: Profile) -> WindowBudget:
-        return cls(profile.window_messages, profile.window_chars, profile.window_chars)
-
-
-def take_window_text(text: str, budget: WindowBudget) -> str | None:
-    """CTX-6 for one single message: its text as sent (maybe truncated), or None to stop."""
-    if budget.stopped or budget.messages < 1:
-        budget.stopped = True
-        return None
-    if len(text) <= budget.chars:
-        budget.chars -= len(text)
-        budget.messages -= 1
-        return text
-    budget.stopped = True  # either way assembly ends with this message
-    if len(text) <= budget.full_chars:
-        return None  # it merely does not fit what is left
-    cut = truncate(text, budget.chars)  # longer than the whole limit: cut it, not neighbours
-    if cut is not None:
-        budget.chars -= len(cut)
-        budget.messages -= 1
-    return cut
-
-
-def select_window(
-    messages: Sequence[Message],
-    stop: int,
-    *,
-    budget: WindowBudget,
-    tokenizer: Tokenizer,
-    tokens_of: TokensOf,
-) -> Selection:
-    """``window``: the newest messages of ``messages[:stop]`` within ``budget`` (CTX-6)."""
-    chosen = Selection(lo=stop)
-    sent_units: list[list[dict[str, Any]]] = []
-    statuses: dict[int, MessageStatus] = {}
-    for pair in PairWalker(messages, stop, None, tokens_of):
-        if budget.stopped:
-            break
-        chosen.lo = pair.start
-        if pair.excluded:
-            for k in range(pair.start, pair.stop):
-                statuses[k] = "excluded"
-            continue
-        for k in range(pair.start, pair.stop):
-            statuses[k] = "out_of_memory"
-        for indices, texts in reversed(window_units(messages, pair.start, pair.stop)):
-            if len(indices) == 1:
-                text = take_window_text(texts[0], budget)
-                if text is None:
-                    break
-                message = messages[indices[0]]
-                role = "assistant" if message.role == "assistant" else "user"
-                sent_units.append([{"role": role, "content": text}])
-                if text == texts[0]:
-                    chosen.tokens += tokens_of_cached(message, tokens_of)
-                else:
-                    chosen.tokens += MESSAGE_OVERHEAD + tokenizer.count(text)
-            else:  # a tool call with its results: all or nothing, never truncated (CTX-20)
-                size = sum(len(t) for t in texts)
-                if size > budget.chars or len(indices) > budget.messages:
-                    budget.stopped = True
-                    break
-                budget.chars -= size
-                budget.messages -= len(indices)
-                sent_units.append(
-                    [
-                        {
-                            "role": "assistant" if messages[k].role == "assistant" else "user",
-                            "content": t,
-                        }
-                        for k, t in zip(indices, texts, strict=True)
-                    ]
-                )
-                chosen.tokens += sum(tokens_of_cached(messages[k], tokens_of) for k in indices)
-            for k in indices:
-                statuses[k] = "in_memory"
-                chosen.in_memory_ids.add(messages[k].id)
-            if budget.stopped:
-                break
-    chosen.sent = [m for unit in reversed(sent_units) for m in unit]
-    chosen.explicit = [statuses.get(k, "out_of_memory") for k in range(chosen.lo, stop)]
     return chosen
 
 

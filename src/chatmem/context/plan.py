@@ -46,7 +46,6 @@ from chatmem.context.modes import (
     MIN_UNLOAD_FRACTION,
     SUMMARY_MODES,
     Selection,
-    WindowBudget,
     economy_cut,
     effective_mode,
     full_cut,
@@ -54,9 +53,6 @@ from chatmem.context.modes import (
     manual_cut,
     render_pair,
     select_pairs,
-    select_window,
-    take_window_text,
-    window_units,
 )
 from chatmem.context.prices import PriceEstimate, cost, price_for
 from chatmem.context.status import StatusMap
@@ -77,6 +73,7 @@ from chatmem.context.values import (
     Mode,
     Profile,
 )
+from chatmem.context.window import assemble_window
 
 # CTX-17: (upper bound of used/window, level), checked in order; above the last bound: red.
 LEVELS: tuple[tuple[float, Level], ...] = (
@@ -265,7 +262,7 @@ def _plan(
     if mode == "off":
         chosen = Selection(lo=history_stop)
     elif mode == "window":
-        chosen, window_sent_tail, turn_statuses, turn_tokens, draft_tokens = _window(
+        chosen, window_sent_tail, turn_statuses, turn_tokens, draft_tokens = assemble_window(
             messages, history_stop, draft, profile, tok, tokens_of
         )
         fixed = instructions_tokens + tools_tokens + pinned_tokens + draft_tokens
@@ -368,49 +365,6 @@ def _plan(
         price=price,
     )
     return result, fold
-
-
-def _window(
-    messages: Sequence[Message],
-    history_stop: int,
-    draft: str | None,
-    profile: Profile,
-    tok: Tokenizer,
-    tokens_of: Any,
-) -> tuple[Selection, list[dict[str, Any]], list[MessageStatus], int, int]:
-    """CTX-6 assembly, newest first: the draft, the current turn (never cut), then history."""
-    budget = WindowBudget.for_profile(profile)
-    tail: list[dict[str, Any]] = []
-    draft_tokens = 0
-    if draft:
-        text = take_window_text(draft, budget)
-        if text is None:  # N = 0: the current message is still sent, cut to C
-            text = draft
-        tail.append({"role": "user", "content": text})
-        draft_tokens = MESSAGE_OVERHEAD + tok.count(text)
-    turn_statuses: list[MessageStatus] = []
-    turn_tokens = 0
-    n = len(messages)
-    if history_stop < n:
-        statuses: dict[int, MessageStatus] = {}
-        turn_sent: list[dict[str, Any]] = []
-        for indices, texts in window_units(messages, history_stop, n):
-            for k, text in zip(indices, texts, strict=True):
-                role = "assistant" if messages[k].role == "assistant" else "user"
-                turn_sent.append({"role": role, "content": text})
-                statuses[k] = "in_memory"
-                cached = messages[k].tokens
-                turn_tokens += cached if cached is not None else tokens_of(messages[k])
-                budget.chars -= len(text)
-                budget.messages -= 1
-        if budget.chars < 0 or budget.messages < 0:
-            budget.stopped = True
-        turn_statuses = [statuses.get(k, "out_of_memory") for k in range(history_stop, n)]
-        tail = turn_sent + tail
-    chosen = select_window(
-        messages, history_stop, budget=budget, tokenizer=tok, tokens_of=tokens_of
-    )
-    return chosen, tail, turn_statuses, turn_tokens, draft_tokens
 
 
 def _fold(
