@@ -7,6 +7,13 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
+from tests.exchange.builders import (
+    exported,
+    make_user,
+    rich_conversation,
+    stored_messages,
+    user_row,
+)
 
 from chatmem.errors import ArchiveDamaged, NotFound
 from chatmem.settings import Settings
@@ -15,7 +22,6 @@ from chatmem.store.conversations import list_conversations
 from chatmem.store.db import Database
 from chatmem.store.tables.archives import Archive
 from chatmem.store.tables.conversations import File, Message, Summary
-from tests.exchange.builders import exported, make_user, rich_conversation, stored_messages, user_row
 
 STORAGES = ["file", "database"]
 
