@@ -121,6 +121,15 @@ HOSTILE = [
     "https://bench.test/",
     "https://sitelocal.test/",
     "https://v4compat.test/",
+    # encodings and odd forms
+    "https://%6c%6fcalhost/",
+    "https://127。0。0。1/",
+    "https://LOCALHOST%2e/",
+    "https://0/",
+    "https://[::]/",
+    "https://localhost%00.api.public.test/",
+    "https://api.public.test:0/",
+    "https://api.public.test:99999/",
     # DNS failure refuses
     "https://does-not-resolve.test/v1",
     "https://bad_label.test/",

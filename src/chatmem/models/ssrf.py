@@ -268,7 +268,9 @@ class EndpointPolicy:
         host = raw_host.strip("[]").rstrip(".")
         if not host:
             raise _refuse(url, "the URL has no host")
-        port = parsed.port or (443 if scheme == "https" else 80)
+        port = parsed.port if parsed.port is not None else (443 if scheme == "https" else 80)
+        if not 0 < port < 65536:
+            raise _refuse(url, "the port is out of range")
         trusted = self.is_trusted(host, port)
         ip_literal = _is_ip_literal(host)
         if ip_literal:
