@@ -105,10 +105,19 @@ def build_fixture(db: Database, conversations: int, per_conversation: int) -> st
         when = start + timedelta(minutes=c * 7)
         batch_c.append(
             {
-                "id": cid, "user_id": user_id, "title": sentence(rng, 4).title(),
-                "folder_id": None, "pinned": c % 500 == 0, "mode": "full", "profile_id": None,
-                "instructions": "", "source": None, "created_at": when, "updated_at": when,
-                "last_active_at": when, "archived_at": None,
+                "id": cid,
+                "user_id": user_id,
+                "title": sentence(rng, 4).title(),
+                "folder_id": None,
+                "pinned": c % 500 == 0,
+                "mode": "full",
+                "profile_id": None,
+                "instructions": "",
+                "source": None,
+                "created_at": when,
+                "updated_at": when,
+                "last_active_at": when,
+                "archived_at": None,
             }
         )
         for m in range(per_conversation):
@@ -116,10 +125,15 @@ def build_fixture(db: Database, conversations: int, per_conversation: int) -> st
             tokens = 4 + len(content) // 3
             batch_m.append(
                 {
-                    "id": uuid.UUID(int=rng.getrandbits(128)).hex, "conversation_id": cid,
-                    "seq": m + 1, "role": "user" if m % 2 == 0 else "assistant",
-                    "content": content, "created_at": when + timedelta(seconds=m),
-                    "tokens_estimate": tokens, "tokens_o200k": tokens, "tokens_cl100k": tokens,
+                    "id": uuid.UUID(int=rng.getrandbits(128)).hex,
+                    "conversation_id": cid,
+                    "seq": m + 1,
+                    "role": "user" if m % 2 == 0 else "assistant",
+                    "content": content,
+                    "created_at": when + timedelta(seconds=m),
+                    "tokens_estimate": tokens,
+                    "tokens_o200k": tokens,
+                    "tokens_cl100k": tokens,
                     "excluded": False,
                 }
             )
@@ -138,7 +152,11 @@ def measure_list_and_search(db: Database, user_id: str, label: str) -> None:
         for _ in range(40):  # 2,000 conversations deep
             page = list_conversations(session, user, limit=50, cursor=cursor)
             cursor = page.next_cursor
-        report(f"{label} list first page (50)", median_of(lambda: list_conversations(session, user, limit=50)), LIST_BAR)
+        report(
+            f"{label} list first page (50)",
+            median_of(lambda: list_conversations(session, user, limit=50)),
+            LIST_BAR,
+        )
         report(
             f"{label} list page 41 via cursor",
             median_of(lambda: list_conversations(session, user, limit=50, cursor=cursor)),
@@ -148,7 +166,9 @@ def measure_list_and_search(db: Database, user_id: str, label: str) -> None:
             hits = len(list_conversations(session, user, limit=50, q=query).items)
             report(
                 f"{label} search {query!r} ({hits} on first page)",
-                median_of(lambda q=query: list_conversations(session, user, limit=50, q=q), runs=11),
+                median_of(
+                    lambda q=query: list_conversations(session, user, limit=50, q=q), runs=11
+                ),
                 LIST_BAR,
             )
 
@@ -163,19 +183,31 @@ def bench_sqlite_large() -> None:
     for suffix in ("-wal", "-shm"):
         (DATA / f"probe.db{suffix}").unlink(missing_ok=True)
     path = DATA / f"store-{revision}-v{FIXTURE_VERSION}.db"
-    db = Database(f"sqlite:///{path}")
-    if not path.exists() or db.current_revision() != revision:
+    if not path.exists():
+        # Built under a temporary name and renamed when complete, so an interrupted build is
+        # never mistaken for a cached fixture.
+        building = path.with_suffix(".building")
+        for leftover in DATA.glob(building.name + "*"):
+            leftover.unlink()
         started = time.perf_counter()
+        db = Database(f"sqlite:///{building}")
         db.migrate()
-        user_id = build_fixture(db, 50_000, 20)
+        build_fixture(db, 50_000, 20)
         with db.engine.begin() as conn:
             conn.execute(text("ANALYZE"))
-        print(f"built the SQLite fixture (50,000 conversations, 1,000,000 messages) in "
-              f"{time.perf_counter() - started:.0f} s", flush=True)
-    else:
-        db.migrate()
         with db.engine.connect() as conn:
-            user_id = conn.execute(text("SELECT id FROM users WHERE name = 'bench'")).scalar_one()
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.dispose()
+        building.rename(path)
+        print(
+            f"built the SQLite fixture (50,000 conversations, 1,000,000 messages) in "
+            f"{time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+    db = Database(f"sqlite:///{path}")
+    db.migrate()
+    with db.engine.connect() as conn:
+        user_id = conn.execute(text("SELECT id FROM users WHERE name = 'bench'")).scalar_one()
     measure_list_and_search(db, user_id, "sqlite 50k/1M")
     db.dispose()
 
@@ -194,41 +226,69 @@ def bench_append_and_plan() -> None:
             with db.session() as session:
                 conversation = session.get(Conversation, cid)
                 assert conversation is not None
-                append_message(session, conversation, "user" if i % 2 == 0 else "assistant",
-                               sentence(rng, 40))
+                append_message(
+                    session, conversation, "user" if i % 2 == 0 else "assistant", sentence(rng, 40)
+                )
         elapsed = time.perf_counter() - started
-        print(f"sqlite append_message: {count / elapsed:.0f} messages/s "
-              f"({elapsed / count * 1000:.2f} ms each, 3 tokenizers, one commit each)", flush=True)
+        print(
+            f"sqlite append_message: {count / elapsed:.0f} messages/s "
+            f"({elapsed / count * 1000:.2f} ms each, 3 tokenizers, one commit each)",
+            flush=True,
+        )
 
         long_id = build_fixture(db, 1, 10_000)
         with db.engine.connect() as conn:
             long_cid = conn.execute(
                 text("SELECT id FROM conversations WHERE user_id = :u"), {"u": long_id}
             ).scalar_one()
+
         def planned(m: str) -> Callable[[], None]:
             def run() -> None:
                 with db.session() as session:
                     plan(load_engine_conversation(session, long_cid), Profile(), mode=m)  # type: ignore[arg-type]
+
             return run
 
         # Worst case, no summary yet: full/economy must read a whole window's worth of
         # messages (~800 here) to build the first compaction request.  Informational.
         for mode in ("full", "economy"):
-            report(f"sqlite load+plan 10,000 messages, no summary yet ({mode})", median_of(planned(mode), runs=7))
+            report(
+                f"sqlite load+plan 10,000 messages, no summary yet ({mode})",
+                median_of(planned(mode), runs=7),
+            )
         # Steady state: a summary covers all but the recent tail (bar applies).
         with db.engine.begin() as conn:
             through = conn.execute(
-                text("SELECT id FROM messages WHERE conversation_id = :c AND seq = 9960"), {"c": long_cid}
+                text("SELECT id FROM messages WHERE conversation_id = :c AND seq = 9960"),
+                {"c": long_cid},
             ).scalar_one()
-            conn.execute(insert(Summary), [{
-                "id": uuid.uuid4().hex, "conversation_id": long_cid, "version": 1,
-                "first_message_id": None, "through_message_id": through, "message_count": 9960,
-                "text": sentence(rng, 300), "focus": None, "cost": 0.0, "model": None,
-                "tokens_estimate": 600, "tokens_o200k": 500, "tokens_cl100k": 500,
-                "created_at": datetime.now(UTC),
-            }])
+            conn.execute(
+                insert(Summary),
+                [
+                    {
+                        "id": uuid.uuid4().hex,
+                        "conversation_id": long_cid,
+                        "version": 1,
+                        "first_message_id": None,
+                        "through_message_id": through,
+                        "message_count": 9960,
+                        "text": sentence(rng, 300),
+                        "focus": None,
+                        "cost": 0.0,
+                        "model": None,
+                        "tokens_estimate": 600,
+                        "tokens_o200k": 500,
+                        "tokens_cl100k": 500,
+                        "created_at": datetime.now(UTC),
+                    }
+                ],
+            )
         for mode in ("full", "window", "economy"):
-            report(f"sqlite load+plan 10,000 messages with a summary ({mode})", median_of(planned(mode)), PLAN_BAR)
+            report(
+                f"sqlite load+plan 10,000 messages with a summary ({mode})",
+                median_of(planned(mode)),
+                PLAN_BAR,
+            )
         db.dispose()
 
 
@@ -248,8 +308,11 @@ def bench_postgres() -> None:
         user_id = build_fixture(db, 5_000, 20)
         with db.engine.begin() as conn:
             conn.execute(text("ANALYZE"))
-        print(f"built the PostgreSQL fixture (5,000 conversations, 100,000 messages) in "
-              f"{time.perf_counter() - started:.0f} s", flush=True)
+        print(
+            f"built the PostgreSQL fixture (5,000 conversations, 100,000 messages) in "
+            f"{time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
         measure_list_and_search(db, user_id, "postgresql 5k/100k")
         db.dispose()
     finally:

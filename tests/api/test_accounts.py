@@ -6,11 +6,11 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from tests.support.app import ApiUser, make_user
 
 from chatmem.cli import main
 from chatmem.settings import Settings
 from chatmem.web.app import create_app
-from tests.support.app import ApiUser, make_user
 
 
 def test_requests_without_credentials_are_unauthorized(client: TestClient) -> None:
@@ -29,7 +29,10 @@ def test_me_shows_the_user_and_eviction_counters(client: TestClient, user: ApiUs
 
 def test_password_login_opens_a_session_and_writes_need_the_csrf_token(client: TestClient) -> None:
     make_user(client, "carol", password="s3cret!")
-    assert client.post("/api/v1/auth/login", json={"name": "carol", "password": "bad"}).status_code == 401
+    assert (
+        client.post("/api/v1/auth/login", json={"name": "carol", "password": "bad"}).status_code
+        == 401
+    )
     response = client.post("/api/v1/auth/login", json={"name": "carol", "password": "s3cret!"})
     assert response.status_code == 200
     csrf = response.json()["csrf_token"]

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
-
-from chatmem.settings import Settings
-from chatmem.web.app import create_app
 from tests.support.app import ApiUser, make_user
 
 
@@ -27,7 +24,9 @@ def test_create_read_update_delete_conversation(client: TestClient, user: ApiUse
     assert got["message_count"] == 0
 
     changed = client.patch(
-        f"/api/v1/conversations/{cid}", json={"title": "Trip 2", "pinned": True}, headers=user.headers
+        f"/api/v1/conversations/{cid}",
+        json={"title": "Trip 2", "pinned": True},
+        headers=user.headers,
     ).json()
     assert (changed["title"], changed["pinned"], changed["mode"]) == ("Trip 2", True, "economy")
 
@@ -39,7 +38,9 @@ def test_create_read_update_delete_conversation(client: TestClient, user: ApiUse
 
 def test_unknown_mode_is_invalid_input(client: TestClient, user: ApiUser) -> None:
     cid = _create(client, user)["id"]
-    response = client.patch(f"/api/v1/conversations/{cid}", json={"mode": "forever"}, headers=user.headers)
+    response = client.patch(
+        f"/api/v1/conversations/{cid}", json={"mode": "forever"}, headers=user.headers
+    )
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "invalid_input"
     response = client.post("/api/v1/conversations", json={"mode": "nope"}, headers=user.headers)
@@ -65,7 +66,9 @@ def test_list_is_pinned_first_then_most_recent_and_paged(client: TestClient, use
 
 def test_offset_paging_matches_cursor_paging(client: TestClient, user: ApiUser) -> None:
     ids = [_create(client, user, title=f"c{i}")["id"] for i in range(5)]
-    page = client.get("/api/v1/conversations", params={"limit": 2, "offset": 2}, headers=user.headers)
+    page = client.get(
+        "/api/v1/conversations", params={"limit": 2, "offset": 2}, headers=user.headers
+    )
     assert [c["id"] for c in page.json()["items"]] == [ids[2], ids[1]]
 
 
@@ -78,6 +81,7 @@ def test_store7_search_matches_title_and_message_content(client: TestClient, use
         json={"role": "user", "content": "Which volcano erupted in Iceland?"},
         headers=user.headers,
     )
+
     def found(q: str) -> set[str]:
         response = client.get("/api/v1/conversations", params={"q": q}, headers=user.headers)
         assert response.status_code == 200, response.text
@@ -95,9 +99,13 @@ def test_folders_filter_and_deletion_keeps_conversations(client: TestClient, use
     folder = client.post("/api/v1/folders", json={"name": "Work"}, headers=user.headers).json()
     inside = _create(client, user, title="in", folder_id=folder["id"])["id"]
     _create(client, user, title="out")
-    listed = client.get("/api/v1/conversations", params={"folder_id": folder["id"]}, headers=user.headers)
+    listed = client.get(
+        "/api/v1/conversations", params={"folder_id": folder["id"]}, headers=user.headers
+    )
     assert [c["id"] for c in listed.json()["items"]] == [inside]
-    renamed = client.patch(f"/api/v1/folders/{folder['id']}", json={"name": "Job"}, headers=user.headers)
+    renamed = client.patch(
+        f"/api/v1/folders/{folder['id']}", json={"name": "Job"}, headers=user.headers
+    )
     assert renamed.json()["name"] == "Job"
     assert client.get("/api/v1/folders", headers=user.headers).json()["items"][0]["name"] == "Job"
     assert client.delete(f"/api/v1/folders/{folder['id']}", headers=user.headers).status_code == 204
@@ -105,10 +113,14 @@ def test_folders_filter_and_deletion_keeps_conversations(client: TestClient, use
     assert still["folder_id"] is None
 
 
-def test_foreign_folder_id_in_a_conversation_is_not_found(client: TestClient, user: ApiUser) -> None:
+def test_foreign_folder_id_in_a_conversation_is_not_found(
+    client: TestClient, user: ApiUser
+) -> None:
     other = make_user(client, "bob")
     folder = client.post("/api/v1/folders", json={"name": "Bob's"}, headers=other.headers).json()
-    response = client.post("/api/v1/conversations", json={"folder_id": folder["id"]}, headers=user.headers)
+    response = client.post(
+        "/api/v1/conversations", json={"folder_id": folder["id"]}, headers=user.headers
+    )
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
 

@@ -17,9 +17,9 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 from sqlalchemy import MetaData, select
+from tests.support.app import ApiUser, make_user
 
 from chatmem.store.db import Database
-from tests.support.app import ApiUser, make_user
 
 # (method, path template) -> JSON body, for bodies generic values cannot satisfy.
 BODY_OVERRIDES: dict[tuple[str, str], Any] = {
@@ -131,9 +131,7 @@ def test_store1_foreign_ids_answer_like_missing_ids_on_every_route(
                     for p in params:
                         value = foreign if p == param else ids.get(p.removesuffix("_id"), foreign)
                         path = path.replace("{" + p + "}", value)
-                        missing = missing.replace(
-                            "{" + p + "}", "0" * 32 if p == param else value
-                        )
+                        missing = missing.replace("{" + p + "}", "0" * 32 if p == param else value)
                     kwargs: dict[str, Any] = {"headers": stranger.headers}
                     if body is not None:
                         kwargs["json"] = body
@@ -141,7 +139,9 @@ def test_store1_foreign_ids_answer_like_missing_ids_on_every_route(
                     want = client.request(method, missing, **kwargs)
                     where = f"{method} {context.path} ({param}={foreign})"
                     # Exactly like a missing id: same status, same body (ids aside).
-                    assert got.status_code == want.status_code, f"{where}: {got.status_code} {got.text}"
+                    assert got.status_code == want.status_code, (
+                        f"{where}: {got.status_code} {got.text}"
+                    )
                     assert got.text.replace(foreign, "0" * 32) == want.text, where
                     if got.status_code == 404 and context.path.startswith("/api/"):
                         assert got.json()["error"]["code"] == "not_found", where
@@ -157,6 +157,8 @@ def test_store1_foreign_conversations_never_listed_or_found(
     _seed(client, user)
     listed = client.get("/api/v1/conversations", headers=other_user.headers).json()
     assert listed["items"] == []
-    searched = client.get("/api/v1/conversations", params={"q": "secret"}, headers=other_user.headers)
+    searched = client.get(
+        "/api/v1/conversations", params={"q": "secret"}, headers=other_user.headers
+    )
     assert searched.json()["items"] == []
     assert client.get("/api/v1/folders", headers=other_user.headers).json()["items"] == []

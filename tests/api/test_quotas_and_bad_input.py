@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from tests.support.app import make_user
 
 from chatmem.settings import Settings
 from chatmem.web.app import create_app
-from tests.support.app import make_user
 
 
 def _client(settings: Settings, **overrides: object) -> TestClient:
@@ -17,20 +17,31 @@ def test_store4_extension_preset_refuses_the_51st_folder(settings: Settings) -> 
     with _client(settings, quota="extension") as client:
         user = make_user(client, "alice")
         for i in range(50):
-            assert client.post("/api/v1/folders", json={"name": f"f{i}"}, headers=user.headers).status_code == 201
-        refused = client.post("/api/v1/folders", json={"name": "one too many"}, headers=user.headers)
+            assert (
+                client.post(
+                    "/api/v1/folders", json={"name": f"f{i}"}, headers=user.headers
+                ).status_code
+                == 201
+            )
+        refused = client.post(
+            "/api/v1/folders", json={"name": "one too many"}, headers=user.headers
+        )
         assert refused.status_code == 409
         assert refused.json()["error"]["code"] == "quota_exceeded"
         assert len(client.get("/api/v1/folders", headers=user.headers).json()["items"]) == 50
 
 
-def test_store4_conversation_eviction_keeps_pinned_and_recent_and_counts(settings: Settings) -> None:
+def test_store4_conversation_eviction_keeps_pinned_and_recent_and_counts(
+    settings: Settings,
+) -> None:
     with _client(settings, max_conversations=3) as client:
         user = make_user(client, "alice")
         h = user.headers
 
         def create(title: str, pinned: bool = False) -> str:
-            return client.post("/api/v1/conversations", json={"title": title, "pinned": pinned}, headers=h).json()["id"]
+            return client.post(
+                "/api/v1/conversations", json={"title": title, "pinned": pinned}, headers=h
+            ).json()["id"]
 
         old_pinned = create("old pinned", pinned=True)
         create("oldest")
@@ -53,7 +64,9 @@ def test_store4_message_quota_drops_the_oldest_messages(settings: Settings) -> N
                 json={"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"},
                 headers=user.headers,
             )
-        items = client.get(f"/api/v1/conversations/{cid}/messages", headers=user.headers).json()["items"]
+        items = client.get(f"/api/v1/conversations/{cid}/messages", headers=user.headers).json()[
+            "items"
+        ]
         assert [m["content"] for m in items] == ["m2", "m3", "m4"]
         assert client.get("/api/v1/me", headers=user.headers).json()["evicted"]["messages"] == 2
 
@@ -71,7 +84,8 @@ def test_oversized_body_is_refused_with_413_and_writes_nothing(settings: Setting
                 yield b'{"title": "' + b"y" * 200
 
         streamed = client.post(
-            "/api/v1/conversations", content=chunks(),
+            "/api/v1/conversations",
+            content=chunks(),
             headers={**user.headers, "Content-Type": "application/json"},
         )
         assert streamed.status_code == 413
@@ -101,7 +115,9 @@ def test_bad_input_is_a_4xx_in_the_contract_shape_and_writes_nothing(client: Tes
     user = make_user(client, "alice")
     for method, path, body in BAD_REQUESTS:
         response = client.request(
-            method, path, content=body or None,
+            method,
+            path,
+            content=body or None,
             headers={**user.headers, "Content-Type": "application/json"},
         )
         assert 400 <= response.status_code < 500, (path, body, response.status_code, response.text)
@@ -113,14 +129,18 @@ def test_bad_input_is_a_4xx_in_the_contract_shape_and_writes_nothing(client: Tes
 
 def test_bad_message_and_patch_bodies(client: TestClient) -> None:
     user = make_user(client, "alice")
-    cid = client.post("/api/v1/conversations", json={"title": "t"}, headers=user.headers).json()["id"]
+    cid = client.post("/api/v1/conversations", json={"title": "t"}, headers=user.headers).json()[
+        "id"
+    ]
     for body in (
         {"role": "wizard", "content": "x"},
         {"role": "user", "content": 3},
         {"role": "assistant", "content": "", "tool_calls": [{"id": 1}]},
         {"role": "user"},
     ):
-        response = client.post(f"/api/v1/conversations/{cid}/messages", json=body, headers=user.headers)
+        response = client.post(
+            f"/api/v1/conversations/{cid}/messages", json=body, headers=user.headers
+        )
         assert response.status_code == 422, (body, response.text)
     for body in ({"pinned": None}, {"title": None}, {"mode": None}, {"folder_id": 7}):
         response = client.patch(f"/api/v1/conversations/{cid}", json=body, headers=user.headers)

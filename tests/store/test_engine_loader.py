@@ -31,10 +31,15 @@ def _bulk_conversation(db: Database, count: int) -> str:
         conversation = create_conversation(session, user, UNLIMITED, title="long")
         rows = [
             {
-                "id": f"m{i}", "conversation_id": conversation.id, "seq": i + 1,
+                "id": f"m{i}",
+                "conversation_id": conversation.id,
+                "seq": i + 1,
                 "role": "user" if i % 2 == 0 else "assistant",
-                "content": f"message number {i} " * 5, "tokens_estimate": 30,
-                "tokens_o200k": 25, "tokens_cl100k": 26, "excluded": False,
+                "content": f"message number {i} " * 5,
+                "tokens_estimate": 30,
+                "tokens_o200k": 25,
+                "tokens_cl100k": 26,
+                "excluded": False,
             }
             for i in range(count)
         ]

@@ -25,12 +25,12 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
+from tests.conftest import skip_or_fail
 
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database, normalize_url
 from chatmem.web.app import create_app
-from tests.conftest import skip_or_fail
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "CHATMEM_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -49,7 +49,9 @@ class ApiUser:
         return {"Authorization": f"Bearer {self.token}"}
 
 
-def make_user(client: TestClient, name: str, *, admin: bool = False, password: str | None = None) -> ApiUser:
+def make_user(
+    client: TestClient, name: str, *, admin: bool = False, password: str | None = None
+) -> ApiUser:
     """Creates a user directly in the app's database and returns it with a fresh API token."""
     db: Database = client.app.state.db  # type: ignore[attr-defined]
     with db.session() as session:
@@ -69,7 +71,9 @@ class _PostgresPool:
     def open(self) -> str:
         if self.url is None and self.error is None:
             try:
-                admin = create_engine(normalize_url(POSTGRES_ADMIN_URL), isolation_level="AUTOCOMMIT")
+                admin = create_engine(
+                    normalize_url(POSTGRES_ADMIN_URL), isolation_level="AUTOCOMMIT"
+                )
                 with admin.connect() as conn:
                     conn.execute(text(f'CREATE DATABASE "{self._name}"'))
                 admin.dispose()
@@ -126,9 +130,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def database_url(
-    backend: str, _postgres_pool: _PostgresPool, clean_environ: Path
-) -> Iterator[str]:
+def database_url(backend: str, _postgres_pool: _PostgresPool, clean_environ: Path) -> Iterator[str]:
     if backend == "sqlite":
         yield f"sqlite:///{clean_environ / 'chatmem.db'}"
         return

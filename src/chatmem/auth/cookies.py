@@ -21,7 +21,13 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 def set_session_cookies(response: Response, token: str, csrf: str, *, secure: bool) -> None:
     max_age = int(SESSION_TTL.total_seconds())
     response.set_cookie(
-        SESSION_COOKIE, token, max_age=max_age, httponly=True, secure=secure, samesite="lax", path="/"
+        SESSION_COOKIE,
+        token,
+        max_age=max_age,
+        httponly=True,
+        secure=secure,
+        samesite="lax",
+        path="/",
     )
     response.set_cookie(
         CSRF_COOKIE, csrf, max_age=max_age, httponly=False, secure=secure, samesite="lax", path="/"

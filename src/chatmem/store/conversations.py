@@ -173,9 +173,14 @@ def delete_conversation(session: Session, conversation: Conversation) -> None:
 
 
 def message_count(session: Session, conversation_id: str) -> int:
-    return session.scalar(
-        select(func.count()).select_from(Message).where(Message.conversation_id == conversation_id)
-    ) or 0
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(Message)
+            .where(Message.conversation_id == conversation_id)
+        )
+        or 0
+    )
 
 
 # --- the paged list -------------------------------------------------------------------------
@@ -217,7 +222,7 @@ def list_conversations(
     title or any message's content (STORE-7)."""
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidInput(f"limit: between 1 and {MAX_PAGE}")
-    stmt: Select[tuple[Conversation]] = select(Conversation).where(
+    stmt: Select[Any] = select(Conversation).where(
         Conversation.user_id == user.id, Conversation.archived_at.is_(None)
     )
     if folder_id is not None:

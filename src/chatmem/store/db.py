@@ -64,9 +64,7 @@ class Database:
         self.engine: Engine = create_engine(self.url, **kwargs)
         if self.dialect == "sqlite":
             _tune_sqlite(self.engine)
-        self.sessionmaker: sessionmaker[Session] = sessionmaker(
-            self.engine, expire_on_commit=False
-        )
+        self.sessionmaker: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Database:
@@ -97,7 +95,9 @@ class Database:
 
         with self.engine.begin() as connection:
             if self.dialect == "postgresql":
-                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK}
+                )
             config = alembic_config()
             config.attributes["connection"] = connection
             command.upgrade(config, "head")

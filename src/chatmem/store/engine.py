@@ -23,9 +23,8 @@ from sqlalchemy.orm import Session
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import File as EngineFile
 from chatmem.context.values import Message as EngineMessage
-from chatmem.context.values import Profile
+from chatmem.context.values import Profile, ToolCall
 from chatmem.context.values import Summary as EngineSummary
-from chatmem.context.values import ToolCall
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.store.tokens import column_for
 
@@ -33,19 +32,35 @@ PAGE_SIZE = 256
 
 
 def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
-    """The engine profile for the conversation's model profile (PROF-1).
-
-    Resolved by the profiles room (``chatmem.models.profiles.engine_profile``) when it knows
-    the conversation's ``profile_id``; the default :class:`Profile` otherwise.
-    """
+    """The engine profile for the conversation's model profile (PROF-1), through the profiles
+    room's :func:`chatmem.models.profiles.engine_profile` (with its summariser's prices); the
+    default :class:`Profile` when the conversation has none or it is no longer visible."""
     if conversation.profile_id is None:
         return Profile()
-    try:
-        from chatmem.models.profiles import engine_profile  # type: ignore[attr-defined]
-    except ImportError:
+    from chatmem.models.profiles import engine_profile
+
+    row = _visible_profile_row(session, conversation.user_id, conversation.profile_id)
+    if row is None:
         return Profile()
-    found: Profile | None = engine_profile(session, conversation.user_id, conversation.profile_id)
-    return found or Profile()
+    summarizer = None
+    if row.summarizer_profile_id:
+        summarizer = _visible_profile_row(session, conversation.user_id, row.summarizer_profile_id)
+    return engine_profile(row, summarizer)
+
+
+def _visible_profile_row(session: Session, user_id: str, profile_id: str) -> Any:
+    from chatmem.store.tables.profiles import ModelProfile
+
+    row = session.get(ModelProfile, profile_id)
+    if row is None or not (row.shared or row.user_id == user_id):
+        return None
+    return row
+
+
+def profile_visible(session: Session, user_id: str, profile_id: str) -> bool:
+    """Whether ``profile_id`` names a profile this user may use (their own or a shared one);
+    conversations refuse anything else with ``not_found`` (STORE-1)."""
+    return _visible_profile_row(session, user_id, profile_id) is not None
 
 
 def _message_value(row: Any, tokens_column: str) -> EngineMessage:
@@ -76,9 +91,13 @@ class LazyMessages(Sequence[EngineMessage]):
         self._page_size = page_size
         self._pages: dict[int, list[EngineMessage]] = {}
         self._seqs: list[int] | None = None  # only after a gap was found
+        # Two scalar subqueries, not ``min(seq), max(seq)`` in one SELECT: SQLite answers a lone
+        # min() or max() with one index probe but scans the whole range for the pair.
+        scope = Message.conversation_id == conversation_id
         first, last = session.execute(
-            select(func.min(Message.seq), func.max(Message.seq)).where(
-                Message.conversation_id == conversation_id
+            select(
+                select(func.min(Message.seq)).where(scope).scalar_subquery(),
+                select(func.max(Message.seq)).where(scope).scalar_subquery(),
             )
         ).one()
         self._first = first or 1
@@ -105,9 +124,7 @@ class LazyMessages(Sequence[EngineMessage]):
         stop = min(start + self._page_size, self._length)
         stmt = select(*self._columns()).where(Message.conversation_id == self._conversation_id)
         if self._seqs is None:
-            stmt = stmt.where(
-                Message.seq >= self._first + start, Message.seq < self._first + stop
-            )
+            stmt = stmt.where(Message.seq >= self._first + start, Message.seq < self._first + stop)
         else:
             stmt = stmt.where(Message.seq.in_(self._seqs[start:stop]))
         rows = self._session.execute(stmt.order_by(Message.seq)).all()
@@ -224,37 +241,21 @@ def load_engine_conversation(
             tokens=getattr(f, column),
         )
         for f in session.scalars(
-            select(File).where(File.conversation_id == conversation_id).order_by(File.created_at, File.id)
+            select(File)
+            .where(File.conversation_id == conversation_id)
+            .order_by(File.created_at, File.id)
         )
     ]
     if instructions is None:
-        instructions = session.scalar(
-            select(Conversation.instructions).where(Conversation.id == conversation_id)
-        ) or ""
+        instructions = (
+            session.scalar(
+                select(Conversation.instructions).where(Conversation.id == conversation_id)
+            )
+            or ""
+        )
     return EngineConversation(
         messages=messages, summary=summary, files=files, instructions=instructions, tools=tools
     )
-
-
-def profile_visible(session: Session, user_id: str, profile_id: str) -> bool:
-    """Whether ``profile_id`` names a profile this user may use (their own or a shared one).
-
-    Reads the profiles room's ``profiles`` table generically (``user_id`` owner column and an
-    optional ``shared`` flag) so conversations can refuse a foreign profile id with
-    ``not_found`` (STORE-1).  Before that table exists no profile id is visible.
-    """
-    from chatmem.store.base import Base
-    from chatmem.store.tables import load_all
-
-    load_all()
-    table = Base.metadata.tables.get("profiles")
-    if table is None:
-        return False
-    row = session.execute(select(table).where(table.c.id == profile_id)).mappings().first()
-    if row is None:
-        return False
-    owner = row.get("user_id")
-    return owner == user_id or owner is None or bool(row.get("shared", False))
 
 
 def memory_status(
@@ -266,7 +267,10 @@ def memory_status(
 
     profile = engine_profile_for(session, conversation)
     value = load_engine_conversation(
-        session, conversation.id, tokenizer=profile.tokenizer, instructions=conversation.instructions
+        session,
+        conversation.id,
+        tokenizer=profile.tokenizer,
+        instructions=conversation.instructions,
     )
     result = plan(value, profile, mode=conversation.mode)  # type: ignore[arg-type]
     return dict(result.status), dict(result.files), column_for(profile.tokenizer)

@@ -79,6 +79,8 @@ def owned_file(session: Session, user: User, file_id: str) -> File:
 def conversation_files(session: Session, conversation_id: str) -> list[File]:
     return list(
         session.scalars(
-            select(File).where(File.conversation_id == conversation_id).order_by(File.created_at, File.id)
+            select(File)
+            .where(File.conversation_id == conversation_id)
+            .order_by(File.created_at, File.id)
         )
     )

@@ -36,8 +36,10 @@ def tool_calls_value(raw: Sequence[Any] | None) -> tuple[ToolCall, ...]:
             continue
         if not isinstance(item, dict):
             raise InvalidInput("tool_calls: each item must be an object")
-        function = item.get("function") if isinstance(item.get("function"), dict) else item
-        name, arguments, call_id = function.get("name"), function.get("arguments", "{}"), item.get("id")
+        nested = item.get("function")
+        function: dict[str, Any] = nested if isinstance(nested, dict) else item
+        name, arguments = function.get("name"), function.get("arguments", "{}")
+        call_id = item.get("id")
         if not isinstance(call_id, str) or not isinstance(name, str):
             raise InvalidInput("tool_calls: each call needs a string id and name")
         if not isinstance(arguments, str):
@@ -160,9 +162,10 @@ def set_pair_excluded(
     if end is not None:
         bounds.append(Message.seq < end)
     session.execute(
-        update(Message).where(*bounds).values(excluded=excluded).execution_options(
-            synchronize_session="fetch"
-        )
+        update(Message)
+        .where(*bounds)
+        .values(excluded=excluded)
+        .execution_options(synchronize_session="fetch")
     )
     conversation.updated_at = utcnow()
     session.flush()

@@ -65,9 +65,7 @@ def check_folder_quota(session: Session, user: User, limits: Limits) -> None:
         raise QuotaExceeded("folders", limits.folders)
 
 
-def conversations_to_evict(
-    rows: list[tuple[str, bool]], limit: int
-) -> list[str]:
+def conversations_to_evict(rows: list[tuple[str, bool]], limit: int) -> list[str]:
     """The policy as a pure function.  ``rows`` are ``(id, pinned)`` from most to least
     recently active; returns the ids to evict, in eviction order."""
     if len(rows) <= limit:
@@ -104,9 +102,14 @@ def enforce_message_quota(
     """Deletes the oldest messages above the per-conversation limit; returns how many went."""
     if limits.messages is None:
         return 0
-    count = session.scalar(
-        select(func.count()).select_from(Message).where(Message.conversation_id == conversation_id)
-    ) or 0
+    count = (
+        session.scalar(
+            select(func.count())
+            .select_from(Message)
+            .where(Message.conversation_id == conversation_id)
+        )
+        or 0
+    )
     excess = count - limits.messages
     if excess <= 0:
         return 0

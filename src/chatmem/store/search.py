@@ -68,7 +68,8 @@ def matching_conversation_ids(session: Session, query: str) -> ColumnElement[boo
         if ts is None:
             return title
         hits = select(Message.conversation_id).where(
-            text("to_tsvector('simple', messages.content) @@ to_tsquery('simple', :ts_query)")
-            .bindparams(ts_query=ts)
+            text(
+                "to_tsvector('simple', messages.content) @@ to_tsquery('simple', :ts_query)"
+            ).bindparams(ts_query=ts)
         )
     return or_(title, Conversation.id.in_(hits))

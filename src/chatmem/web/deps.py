@@ -28,11 +28,11 @@ from chatmem.store.tables.accounts import User
 
 
 def get_settings(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
+    return request.app.state.settings
 
 
 def get_database(request: Request) -> Database:
-    return request.app.state.db  # type: ignore[no-any-return]
+    return request.app.state.db
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -65,8 +65,10 @@ def get_current_user(request: Request, session: DbSession) -> User:
         raise Unauthorized("Your session has expired; sign in again.")
     if request.method not in SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER, "")
-        if not sent or not same(sent, browser.csrf_token) or not same(
-            sent, request.cookies.get(CSRF_COOKIE, "")
+        if (
+            not sent
+            or not same(sent, browser.csrf_token)
+            or not same(sent, request.cookies.get(CSRF_COOKIE, ""))
         ):
             raise Forbidden("Missing or wrong CSRF token.")
     user = session.get(User, browser.user_id)

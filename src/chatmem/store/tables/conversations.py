@@ -87,9 +87,7 @@ class Message(Base):
 
     num: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(64), unique=True, default=new_id)
-    conversation_id: Mapped[str] = mapped_column(
-        ForeignKey("conversations.id", ondelete="CASCADE")
-    )
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str] = mapped_column(Text, default="")

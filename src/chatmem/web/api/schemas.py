@@ -86,8 +86,11 @@ def summary_public(summary: Summary, tokens_column: str) -> dict[str, Any]:
 
 
 def file_public(
-    file: File, tokens_column: str = "tokens_estimate", status: str | None = None,
-    *, content: bool = False,
+    file: File,
+    tokens_column: str = "tokens_estimate",
+    status: str | None = None,
+    *,
+    content: bool = False,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": file.id,

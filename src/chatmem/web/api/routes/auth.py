@@ -26,7 +26,9 @@ class Login(Body):
 
 
 @router.post("/api/v1/auth/login")
-def login(body: Login, session: DbSession, settings: SettingsDep, response: Response) -> dict[str, Any]:
+def login(
+    body: Login, session: DbSession, settings: SettingsDep, response: Response
+) -> dict[str, Any]:
     user = accounts.authenticate(session, body.name, body.password)
     token, csrf = accounts.open_browser_session(session, user)
     set_session_cookies(response, token, csrf, secure=settings.secure_cookies)

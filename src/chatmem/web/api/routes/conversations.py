@@ -71,7 +71,9 @@ def create_conversation(
 
 
 @router.get("/{conversation_id}")
-def read_conversation(conversation_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
+def read_conversation(
+    conversation_id: str, user: CurrentUser, session: DbSession
+) -> dict[str, Any]:
     conversation = store.owned_conversation(session, user, conversation_id)
     return conversation_public(
         conversation, message_count=store.message_count(session, conversation.id)

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Request
-from starlette.concurrency import run_in_threadpool
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from chatmem.errors import InvalidInput
@@ -54,7 +54,9 @@ async def _upload(request: Request) -> FileCreate:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
-        raise InvalidInput(f"{where}: {first.get('msg', 'invalid')}" if where else "invalid body") from None
+        raise InvalidInput(
+            f"{where}: {first.get('msg', 'invalid')}" if where else "invalid body"
+        ) from None
     except json.JSONDecodeError:
         raise InvalidInput("The body is not valid JSON.") from None
 
@@ -68,7 +70,12 @@ async def upload_file(
     def store_upload() -> dict[str, Any]:  # database work off the event loop
         conversation = store.owned_conversation(session, user, conversation_id)
         row = store_files.add_file(
-            session, conversation, body.name, body.content, message_id=body.message_id, state=body.state
+            session,
+            conversation,
+            body.name,
+            body.content,
+            message_id=body.message_id,
+            state=body.state,
         )
         return file_public(row)
 
