@@ -209,8 +209,17 @@ class ModelClient:
                 log.info("model request failed (%s); retrying in %.1fs", exc.error.code, delay)
                 attempt += 1
                 await self._sleep(delay)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if yielded or attempt + 1 >= self._retry.attempts:
+            except (
+                httpx.ConnectError,
+                httpx.ConnectTimeout,
+                httpx.ReadError,
+                httpx.RemoteProtocolError,
+            ) as exc:
+                if yielded:
+                    raise ProviderError(
+                        f"The connection to the model API broke off ({type(exc).__name__})."
+                    ) from exc
+                if attempt + 1 >= self._retry.attempts:
                     raise ProviderUnreachable(
                         f"The model API at {self._host()} could not be reached."
                     ) from exc
