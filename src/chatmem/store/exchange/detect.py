@@ -49,6 +49,7 @@ def _detect(events: object) -> Format:
         return _detect_native(iterator)
     if event == "start_array":
         return _detect_list(iterator)
+    next(iterator, None)  # text after a lone value is a JSON error: report that instead
     raise ImportFormatError("The file holds a single JSON value, not an export.")
 
 
