@@ -142,12 +142,43 @@
     if (state.plan) renderFiles(state.plan);
   }
 
+  /* A URL carries at most a few tens of kilobytes, so a very long draft cannot travel in
+     ?draft= whole.  Then the plan is asked for the empty draft and for a prefix of the draft,
+     and the draft's tokens are scaled from the prefix (token estimates grow linearly with the
+     text); the level follows the CONTRACT rule.  The counter is an estimate ("≈") anyway. */
+  const MAX_DRAFT_QUERY = 24000;
+
+  function planUrl(draftText) {
+    const base = "/api/v1/conversations/" + state.conversationId + "/context";
+    return draftText ? base + "?draft=" + encodeURIComponent(draftText) : base;
+  }
+
+  function levelOf(used, window_) {
+    const share = used / (window_ || 1);
+    return share < 0.5 ? "muted" : share <= 0.75 ? "light" : "red";
+  }
+
+  async function planFor(draftText) {
+    const encoded = encodeURIComponent(draftText).length;
+    if (encoded <= MAX_DRAFT_QUERY) return api("GET", planUrl(draftText));
+    const prefix = draftText.slice(0, Math.floor(draftText.length * (MAX_DRAFT_QUERY / encoded)));
+    const [empty, partial] = await Promise.all([api("GET", planUrl("")), api("GET", planUrl(prefix))]);
+    const prefixTokens = Math.max(0, partial.tokens.used - empty.tokens.used);
+    const draftTokens = Math.ceil(prefixTokens * (draftText.length / Math.max(1, prefix.length)));
+    const t = Object.assign({}, partial.tokens);
+    t.messages = partial.tokens.messages - prefixTokens + draftTokens;
+    t.used = empty.tokens.used + draftTokens;
+    t.free = Math.max(0, t.window - t.used - t.reserve);
+    return Object.assign({}, partial, {
+      tokens: t, level: levelOf(t.used, t.window), fits: t.used + t.reserve <= t.window, extrapolated: true,
+    });
+  }
+
   async function refreshNow() {
     if (!state.conversationId) { renderEmpty(); return null; }
     const seq = ++state.seq;
-    const q = state.draft ? "?draft=" + encodeURIComponent(state.draft) : "";
     try {
-      const plan = await api("GET", "/api/v1/conversations/" + state.conversationId + "/context" + q);
+      const plan = await planFor(state.draft);
       if (seq !== state.seq) return null; // a newer draft won
       state.plan = plan;
       renderCounter(plan);
@@ -156,7 +187,7 @@
       document.dispatchEvent(new CustomEvent("chatmem:plan", { detail: plan }));
       return plan;
     } catch (err) {
-      if (err.status !== 404) counterText.textContent = "–";
+      if (seq === state.seq && err.status !== 404) counterText.textContent = "–";
       return null;
     }
   }
