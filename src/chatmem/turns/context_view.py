@@ -33,6 +33,7 @@ class ContextCache:
     def __init__(self, size: int = 64) -> None:
         self._size = size
         self._items: OrderedDict[str, tuple[tuple[Any, ...], EngineConversation]] = OrderedDict()
+        self._plans: OrderedDict[str, tuple[tuple[Any, ...], dict[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, conversation_id: str, key: tuple[Any, ...]) -> EngineConversation | None:
@@ -42,6 +43,19 @@ class ContextCache:
                 return None
             self._items.move_to_end(conversation_id)
             return item[1]
+
+    def get_plan(self, conversation_id: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        """The plan JSON for exactly these inputs (the engine is pure: same inputs, same plan)."""
+        with self._lock:
+            item = self._plans.get(conversation_id)
+            return item[1] if item is not None and item[0] == key else None
+
+    def put_plan(self, conversation_id: str, key: tuple[Any, ...], value: dict[str, Any]) -> None:
+        with self._lock:
+            self._plans[conversation_id] = (key, value)
+            self._plans.move_to_end(conversation_id)
+            while len(self._plans) > self._size:
+                self._plans.popitem(last=False)
 
     def put(self, conversation_id: str, key: tuple[Any, ...], value: EngineConversation) -> None:
         with self._lock:
@@ -94,6 +108,24 @@ def plan_for(
         )
         conversation = replace(lazy, messages=tuple(lazy.messages), files=tuple(lazy.files))
         cache.put(conversation_id, key, conversation)
+    memo_key = (key, draft or "")
+    cached = cache.get_plan(conversation_id, memo_key)
+    if cached is not None:
+        return cached
     mode = engine.effective_mode(profile, row.mode)
     plan = engine.plan(conversation, profile, mode=mode, draft=draft or None)
-    return plan.to_dict()  # type: ignore[no-any-return]
+    result = plan_json(plan)
+    cache.put_plan(conversation_id, memo_key, result)
+    return result
+
+
+def plan_json(plan: Any) -> dict[str, Any]:
+    """``plan.to_dict()``, with the statuses expanded by the status map's own fast path
+    (iterating a 10,000-entry range map item by item costs more than planning)."""
+    status = plan.status
+    fast = getattr(status, "to_dict", None)
+    if fast is None:
+        return plan.to_dict()  # type: ignore[no-any-return]
+    body: dict[str, Any] = replace(plan, status={}).to_dict()
+    body["status"] = fast()
+    return body

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import json
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 
 from chatmem.turns.context_view import plan_for
 from chatmem.web.deps import CurrentUser, DbSession
@@ -19,10 +21,12 @@ def get_context(
     user: CurrentUser,
     session: DbSession,
     draft: Annotated[str | None, Query(max_length=1_000_000)] = None,
-) -> dict[str, Any]:
+) -> Response:
     """What goes into the next request (CONTRACT plan JSON); the draft counts as the newest
     user message.  Served from a per-conversation cache: history is not re-read."""
     turns = request.app.state.turns
-    return plan_for(
+    body = plan_for(
         session, turns.context_cache, user.id, conversation_id, draft, turns.known_tools
     )
+    # Serialised directly: the generic encoder walks 10,000 statuses one by one.
+    return Response(json.dumps(body, ensure_ascii=False), media_type="application/json")

@@ -1,0 +1,273 @@
+"""Benchmark of the turns room (issue 5).  Exit status 1 when a bar is missed.
+
+* **Time-to-first-token overhead** (bar ≤ 5 ms): median over 200 turns of (submit → first
+  ``delta`` over SSE through a real uvicorn server) minus the median of (request → first
+  delta) calling the same fake model server directly with the same client.
+* **100 concurrent streaming turns on SQLite**: every run completes, no event is lost (the
+  stored events of each run are exactly 1..last), every answer is stored whole, and the usage
+  ledger has one row per answer.
+* **Context endpoint** (bar ≤ 5 ms): median of ``GET …/context?draft=…`` handling for a
+  10,000-message conversation (measured in-process at the handler, and over HTTP for
+  reference).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import uvicorn  # noqa: E402
+from sqlalchemy import func, select  # noqa: E402
+from tests.support.model_server import FakeModelServer  # noqa: E402
+
+from chatmem.models.client import ModelClient, ModelEndpoint, TextDelta  # noqa: E402
+from chatmem.models.ssrf import EndpointPolicy  # noqa: E402
+from chatmem.settings import Settings  # noqa: E402
+from chatmem.store import accounts  # noqa: E402
+from chatmem.store.messages import append_message  # noqa: E402
+from chatmem.store.tables.conversations import Conversation, Message  # noqa: E402
+from chatmem.store.tables.runs import Run, RunEventRow, UsageRow  # noqa: E402
+from chatmem.turns.context_view import plan_for  # noqa: E402
+from chatmem.web.app import create_app  # noqa: E402
+
+TTFT_BAR = 0.005
+CONTEXT_BAR = 0.005
+failures: list[str] = []
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveServer:
+    def __init__(self, settings: Settings) -> None:
+        self.app = create_app(settings)
+        self.port = _free_port()
+        self.server = uvicorn.Server(
+            uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(15)
+
+
+def setup_user(server: LiveServer, model: FakeModelServer) -> tuple[dict[str, str], str]:
+    with server.app.state.db.session() as session:
+        user = accounts.create_user(session, f"bench{time.monotonic_ns()}", password=None)
+        token = accounts.create_api_token(session, user, label="bench")
+    headers = {"Authorization": f"Bearer {token}"}
+    profile = httpx.post(
+        server.url + "/api/v1/profiles", headers=headers,
+        json={"name": "fake", "base_url": model.base_url, "model": "fake-model", "free": True},
+    )
+    profile.raise_for_status()
+    return headers, profile.json()["id"]
+
+
+def new_conversation(server: LiveServer, headers: dict[str, str], profile_id: str) -> str:
+    response = httpx.post(
+        server.url + "/api/v1/conversations", headers=headers,
+        json={"title": "bench", "profile_id": profile_id},
+    )
+    response.raise_for_status()
+    return str(response.json()["id"])
+
+
+def first_delta(client: httpx.Client, run_id: str) -> None:
+    with client.stream("GET", f"/api/v1/runs/{run_id}/events") as response:
+        for line in response.iter_lines():
+            if line.startswith("event: delta"):
+                return
+    raise RuntimeError("no delta")
+
+
+def bench_ttft(server: LiveServer, model: FakeModelServer, turns: int = 200) -> None:
+    headers, profile_id = setup_user(server, model)
+    model.default_reply = "one two three"
+    endpoint = ModelEndpoint(model.base_url, "fake-model")
+    policy = EndpointPolicy.from_settings(Settings(allow_private_endpoints=True))
+
+    async def direct_once(client: ModelClient) -> float:
+        started = time.perf_counter()
+        async for event in client.stream([{"role": "user", "content": "hi"}]):
+            if isinstance(event, TextDelta):
+                return time.perf_counter() - started
+        raise RuntimeError("no delta")
+
+    async def direct_all() -> list[float]:
+        async with ModelClient(endpoint, policy) as client:
+            await direct_once(client)
+            return [await direct_once(client) for _ in range(turns)]
+
+    direct = asyncio.run(direct_all())
+
+    via: list[float] = []
+    with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
+        conversations = [new_conversation(server, headers, profile_id) for _ in range(turns + 1)]
+        for index, cid in enumerate(conversations):
+            started = time.perf_counter()
+            response = client.post(f"/api/v1/conversations/{cid}/turns", json={"content": "hi"})
+            response.raise_for_status()
+            first_delta(client, response.json()["run_id"])
+            if index:  # the first turn warms caches
+                via.append(time.perf_counter() - started)
+        time.sleep(0.5)
+    overhead = statistics.median(via) - statistics.median(direct)
+    print(f"time to first token: direct {statistics.median(direct) * 1000:.2f} ms, "
+          f"through chatmem {statistics.median(via) * 1000:.2f} ms, "
+          f"overhead {overhead * 1000:.2f} ms (median of {turns}; bar {TTFT_BAR * 1000:.0f} ms)")
+    if overhead > TTFT_BAR:
+        failures.append(f"TTFT overhead {overhead * 1000:.2f} ms > {TTFT_BAR * 1000:.0f} ms")
+
+
+def bench_concurrent(server: LiveServer, model: FakeModelServer, count: int = 100) -> None:
+    headers, profile_id = setup_user(server, model)
+    answer = " ".join(f"tok{i}" for i in range(30))
+    model.default_reply = answer
+    conversations = [new_conversation(server, headers, profile_id) for _ in range(count)]
+
+    async def one(client: httpx.AsyncClient, cid: str) -> tuple[str, list[int], str]:
+        response = await client.post(f"/api/v1/conversations/{cid}/turns", json={"content": "go"})
+        response.raise_for_status()
+        run_id = response.json()["run_id"]
+        ids: list[int] = []
+        text: list[str] = []
+        async with client.stream("GET", f"/api/v1/runs/{run_id}/events") as stream:
+            kind = ""
+            async for line in stream.aiter_lines():
+                if line.startswith("id: "):
+                    ids.append(int(line[4:]))
+                elif line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: ") and kind == "delta":
+                    text.append(json.loads(line[6:])["text"])
+        return run_id, ids, "".join(text)
+
+    async def all_turns() -> list[tuple[str, list[int], str]]:
+        limits = httpx.Limits(max_connections=300, max_keepalive_connections=300)
+        async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=120, limits=limits) as client:
+            return await asyncio.gather(*(one(client, cid) for cid in conversations))
+
+    started = time.perf_counter()
+    results = asyncio.run(all_turns())
+    elapsed = time.perf_counter() - started
+    time.sleep(0.5)
+    problems: list[str] = []
+    with server.app.state.db.session() as session:
+        for (run_id, ids, text), cid in zip(results, conversations, strict=True):
+            if ids != list(range(1, len(ids) + 1)):
+                problems.append(f"{run_id}: live ids not contiguous")
+            if text != answer:
+                problems.append(f"{run_id}: streamed text incomplete")
+            run = session.get(Run, run_id)
+            stored = list(session.scalars(
+                select(RunEventRow.seq).where(RunEventRow.run_id == run_id).order_by(RunEventRow.seq)
+            ))
+            if run is None or run.status != "completed":
+                problems.append(f"{run_id}: status {run.status if run else None}")
+            if stored != ids:
+                problems.append(f"{run_id}: stored events differ from live ({len(stored)} vs {len(ids)})")
+            contents = list(session.scalars(
+                select(Message.content).where(Message.conversation_id == cid).order_by(Message.seq)
+            ))
+            if contents != ["go", answer]:
+                problems.append(f"{run_id}: messages {len(contents)}")
+        ledger = session.scalar(
+            select(func.count(UsageRow.num)).where(UsageRow.run_id.in_([r[0] for r in results]))
+        )
+    if ledger != count:
+        problems.append(f"ledger rows {ledger} != {count}")
+    print(f"{count} concurrent streaming turns on SQLite: {elapsed:.2f} s, "
+          f"{'no lost event, message or ledger row' if not problems else problems[:5]}")
+    if problems:
+        failures.append(f"concurrent turns: {len(problems)} problem(s)")
+
+
+def bench_context(server: LiveServer, model: FakeModelServer, size: int = 10_000) -> None:
+    headers, profile_id = setup_user(server, model)
+    cid = new_conversation(server, headers, profile_id)
+    db = server.app.state.db
+    with db.session() as session:
+        row = session.get(Conversation, cid)
+        assert row is not None
+        for i in range(size // 2):
+            append_message(session, row, "user", f"Question {i}: how does part {i} work?")
+            append_message(session, row, "assistant", f"Part {i} works by doing thing {i} twice.")
+        user_id = row.user_id
+    turns = server.app.state.turns
+    samples: list[float] = []
+    drafts = [f"draft text {'x' * (i % 50)}" for i in range(60)]
+    for i, draft in enumerate(drafts):
+        with db.session() as session:
+            started = time.perf_counter()
+            plan = plan_for(session, turns.context_cache, user_id, cid, draft, turns.known_tools)
+            if i:
+                samples.append(time.perf_counter() - started)
+    assert len(plan["status"]) == size
+    handler = statistics.median(samples)
+    # The engine's share: planning the cached, materialised conversation (no I/O at all).
+    from chatmem import context as engine
+
+    cached = next(iter(turns.context_cache._items.values()))[1]
+    engine_samples = []
+    for draft in drafts[:20]:
+        started = time.perf_counter()
+        engine.plan(cached, engine.Profile(), mode="full", draft=draft).status.to_dict()
+        engine_samples.append(time.perf_counter() - started)
+    engine_part = statistics.median(engine_samples)
+    http: list[float] = []
+    with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
+        for draft in drafts[:30]:
+            started = time.perf_counter()
+            client.get(f"/api/v1/conversations/{cid}/context", params={"draft": draft}).raise_for_status()
+            http.append(time.perf_counter() - started)
+    print(f"context plan, {size:,} messages: handler median {handler * 1000:.2f} ms "
+          f"(bar {CONTEXT_BAR * 1000:.0f} ms), of which engine plan+statuses "
+          f"{engine_part * 1000:.2f} ms; over HTTP {statistics.median(http) * 1000:.2f} ms")
+    if handler > CONTEXT_BAR:
+        failures.append(f"context endpoint {handler * 1000:.2f} ms > {CONTEXT_BAR * 1000:.0f} ms")
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp, FakeModelServer() as model:
+        settings = Settings(state_dir=Path(tmp), allow_private_endpoints=True, log_level="WARNING")
+        with LiveServer(settings) as server:
+            which = set(sys.argv[1:]) or {"ttft", "concurrent", "context"}
+            if "context" in which:
+                bench_context(server, model)
+            if "ttft" in which:
+                bench_ttft(server, model)
+            if "concurrent" in which:
+                bench_concurrent(server, model)
+    for failure in failures:
+        print(f"FAILED: {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
