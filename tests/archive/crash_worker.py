@@ -20,7 +20,15 @@ from chatmem.store.db import Database
 CRASHED = 86
 
 
-def run(url: str, state_dir: str, storage: str, operation: str, user_id: str, conversation_id: str, step: str) -> int:
+def run(
+    url: str,
+    state_dir: str,
+    storage: str,
+    operation: str,
+    user_id: str,
+    conversation_id: str,
+    step: str,
+) -> int:
     """Run ``operation``; the process ends with CRASHED right after ``step``.  Returns 0 if
     the step was never reached."""
 

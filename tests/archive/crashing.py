@@ -65,7 +65,9 @@ def is_archived(db: Database, cid: str) -> bool:
         return conversation.archived_at is not None
 
 
-def assert_recoverable(db: Database, archiver: Archiver, user: str, cid: str, rows: list, doc: list) -> None:
+def assert_recoverable(
+    db: Database, archiver: Archiver, user: str, cid: str, rows: list, doc: list
+) -> None:
     """Live and whole, or archived with a readable copy whose restore is whole."""
     if not is_archived(db, cid):
         assert stored_messages(db, cid) == rows
@@ -74,5 +76,3 @@ def assert_recoverable(db: Database, archiver: Archiver, user: str, cid: str, ro
     read = archiver.read(user, cid)
     assert [m["id"] for m in read["messages"]] == [m["id"] for m in doc[0]["messages"]]
     assert [m["content"] for m in read["messages"]] == [m["content"] for m in doc[0]["messages"]]
-
-

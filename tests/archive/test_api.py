@@ -10,7 +10,11 @@ def seed(client: TestClient, user: ApiUser, title: str) -> str:
     h = user.headers
     cid = client.post("/api/v1/conversations", json={"title": title}, headers=h).json()["id"]
     for role, content in (("user", f"about {title}"), ("assistant", "noted")):
-        client.post(f"/api/v1/conversations/{cid}/messages", json={"role": role, "content": content}, headers=h)
+        client.post(
+            f"/api/v1/conversations/{cid}/messages",
+            json={"role": role, "content": content},
+            headers=h,
+        )
     return cid
 
 
@@ -27,7 +31,9 @@ def test_archive_lifecycle(client: TestClient, user: ApiUser) -> None:
 
     listed = client.get("/api/v1/conversations", headers=h).json()["items"]
     assert [c["id"] for c in listed] == [other]
-    assert client.get("/api/v1/conversations", params={"q": "Rome"}, headers=h).json()["items"] == []
+    assert (
+        client.get("/api/v1/conversations", params={"q": "Rome"}, headers=h).json()["items"] == []
+    )
     assert client.get(f"/api/v1/conversations/{cid}", headers=h).status_code == 404
 
     found = client.get("/api/v1/archive", params={"q": "rome"}, headers=h).json()
@@ -50,10 +56,14 @@ def test_archive_lifecycle(client: TestClient, user: ApiUser) -> None:
     assert client.delete(f"/api/v1/archive/{cid}", headers=h).status_code == 204
     assert client.get(f"/api/v1/archive/{cid}", headers=h).status_code == 404
     assert client.post(f"/api/v1/archive/{cid}/restore", headers=h).status_code == 404
-    assert [c["id"] for c in client.get("/api/v1/conversations", headers=h).json()["items"]] == [other]
+    assert [c["id"] for c in client.get("/api/v1/conversations", headers=h).json()["items"]] == [
+        other
+    ]
 
 
-def test_strangers_get_404_and_change_nothing(client: TestClient, user: ApiUser, other_user: ApiUser) -> None:
+def test_strangers_get_404_and_change_nothing(
+    client: TestClient, user: ApiUser, other_user: ApiUser
+) -> None:
     """STORE-1 on every archive route."""
     cid = seed(client, user, "Private")
     s = other_user.headers
@@ -76,7 +86,9 @@ def test_archive_list_pages(client: TestClient, user: ApiUser) -> None:
         client.post(f"/api/v1/conversations/{cid}/archive", headers=user.headers)
     page = client.get("/api/v1/archive", params={"limit": 2}, headers=user.headers).json()
     assert len(page["items"]) == 2 and page["total"] == 3 and page["next_offset"] == 2
-    rest = client.get("/api/v1/archive", params={"limit": 2, "offset": 2}, headers=user.headers).json()
+    rest = client.get(
+        "/api/v1/archive", params={"limit": 2, "offset": 2}, headers=user.headers
+    ).json()
     assert len(rest["items"]) == 1 and rest["next_offset"] is None
     bad = client.get("/api/v1/archive", params={"limit": 0}, headers=user.headers)
     assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_input"

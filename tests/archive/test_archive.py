@@ -39,7 +39,9 @@ def archiver(request: pytest.FixtureRequest, db: Database, settings: Settings) -
     return Archiver(db, settings.state_dir, storage=request.param)
 
 
-def test_auto_storage_is_files_on_sqlite_and_the_database_on_postgresql(db: Database, settings: Settings) -> None:
+def test_auto_storage_is_files_on_sqlite_and_the_database_on_postgresql(
+    db: Database, settings: Settings
+) -> None:
     assert storage_for(settings, db) == ("file" if db.is_sqlite else "database")
     assert storage_for(settings.model_copy(update={"archive_storage": "file"}), db) == "file"
 
@@ -61,7 +63,9 @@ def test_archive_moves_the_conversation_out_of_the_list_and_restore_brings_it_ba
     with db.session() as session:
         listed = [c.id for c in list_conversations(session, user_row(session, alice)).items]
         assert listed == [keep]
-        assert [c.id for c in list_conversations(session, user_row(session, alice), q="kitchen").items] == [keep]
+        assert [
+            c.id for c in list_conversations(session, user_row(session, alice), q="kitchen").items
+        ] == [keep]
     path = archiver.path_for(alice, cid)
     assert path.exists() == (archiver.storage == "file")
     if archiver.storage == "file":
@@ -92,7 +96,9 @@ def test_an_archived_conversation_reads_without_change(db: Database, archiver: A
     assert archiver.search(alice)[0][0].id == cid  # still archived
 
 
-def test_the_archive_is_searched_by_title_only_for_its_owner(db: Database, archiver: Archiver) -> None:
+def test_the_archive_is_searched_by_title_only_for_its_owner(
+    db: Database, archiver: Archiver
+) -> None:
     alice, mallory = make_user(db, "alice"), make_user(db, "mallory")
     wanted = rich_conversation(db, alice, title="Garden 100% plan")
     other = rich_conversation(db, alice, title="Taxes")
@@ -126,7 +132,9 @@ def test_foreign_and_live_ids_are_not_found(db: Database, archiver: Archiver) ->
     assert archiver.read(alice, cid)["id"] == cid  # unchanged by the attempts
 
 
-def test_permanent_delete_removes_the_archive_and_the_conversation(db: Database, archiver: Archiver) -> None:
+def test_permanent_delete_removes_the_archive_and_the_conversation(
+    db: Database, archiver: Archiver
+) -> None:
     alice = make_user(db, "alice")
     cid = rich_conversation(db, alice)
     archiver.archive(alice, cid)
@@ -176,4 +184,6 @@ def test_archived_file_lives_under_the_state_dir_per_user(db: Database, settings
     with db.session() as session:
         record = session.get(Archive, cid)
         assert record is not None and record.storage == "file" and len(record.sha256) == 64
-        assert record.sha256 != hashlib.sha256(path.read_bytes()).hexdigest()  # hash of the raw document
+        assert (
+            record.sha256 != hashlib.sha256(path.read_bytes()).hexdigest()
+        )  # hash of the raw document

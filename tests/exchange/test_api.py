@@ -15,10 +15,16 @@ def seed(client: TestClient, user: ApiUser) -> str:
     h = user.headers
     folder = client.post("/api/v1/folders", json={"name": "Work"}, headers=h).json()["id"]
     cid = client.post(
-        "/api/v1/conversations", json={"title": "Quarterly report", "folder_id": folder, "pinned": True}, headers=h
+        "/api/v1/conversations",
+        json={"title": "Quarterly report", "folder_id": folder, "pinned": True},
+        headers=h,
     ).json()["id"]
     for role, content in (("user", "Draft the summary"), ("assistant", "Here it is.")):
-        response = client.post(f"/api/v1/conversations/{cid}/messages", json={"role": role, "content": content}, headers=h)
+        response = client.post(
+            f"/api/v1/conversations/{cid}/messages",
+            json={"role": role, "content": content},
+            headers=h,
+        )
         assert response.status_code in (200, 201), response.text
     return cid
 
@@ -38,7 +44,11 @@ def test_export_downloads_the_contract_document(client: TestClient, user: ApiUse
     assert document["format"] == "chatmem.export/1"
     (conversation,) = document["conversations"]
     assert conversation["id"] == cid
-    assert (conversation["title"], conversation["folder"], conversation["pinned"]) == ("Quarterly report", "Work", True)
+    assert (conversation["title"], conversation["folder"], conversation["pinned"]) == (
+        "Quarterly report",
+        "Work",
+        True,
+    )
     assert [m["content"] for m in conversation["messages"]] == ["Draft the summary", "Here it is."]
     assert conversation["summary"] is None
 
@@ -51,8 +61,12 @@ def test_export_of_one_conversation_and_of_a_foreign_one(
     seed(client, user)
     one = client.get("/api/v1/export", params={"conversation_id": cid}, headers=user.headers).json()
     assert [c["id"] for c in one["conversations"]] == [cid]
-    foreign = client.get("/api/v1/export", params={"conversation_id": cid}, headers=other_user.headers)
-    missing = client.get("/api/v1/export", params={"conversation_id": "0" * 32}, headers=other_user.headers)
+    foreign = client.get(
+        "/api/v1/export", params={"conversation_id": cid}, headers=other_user.headers
+    )
+    missing = client.get(
+        "/api/v1/export", params={"conversation_id": "0" * 32}, headers=other_user.headers
+    )
     assert foreign.status_code == missing.status_code == 404
     assert foreign.json() == missing.json()
     assert foreign.json()["error"]["code"] == "not_found"
@@ -63,7 +77,11 @@ def test_export_then_import_elsewhere_keeps_everything(
 ) -> None:
     seed(client, user)
     data = client.get("/api/v1/export", headers=user.headers).content
-    response = client.post("/api/v1/import", content=data, headers={**other_user.headers, "Content-Type": "application/json"})
+    response = client.post(
+        "/api/v1/import",
+        content=data,
+        headers={**other_user.headers, "Content-Type": "application/json"},
+    )
     assert response.status_code == 200, response.text
     assert response.json()["imported"] == 1
     back = client.get("/api/v1/export", headers=other_user.headers).json()["conversations"]
@@ -92,17 +110,27 @@ def test_import_as_raw_body_or_multipart_and_never_twice(client: TestClient, use
     assert (again.json()["imported"], again.json()["skipped"]) == (0, 2)
     claude = client.post(
         "/api/v1/import",
-        files={"file": ("conversations.json", (SAMPLES / "claude_conversations.json").read_bytes())},
+        files={
+            "file": ("conversations.json", (SAMPLES / "claude_conversations.json").read_bytes())
+        },
         headers=user.headers,
     )
     assert claude.json()["imported"] == 1
-    assert listed_titles(client, user) == ["Sourdough starter", "Trip to Lisbon", "Untitled branchless"]
+    assert listed_titles(client, user) == [
+        "Sourdough starter",
+        "Trip to Lisbon",
+        "Untitled branchless",
+    ]
 
 
-def test_malformed_or_foreign_imports_are_422_and_change_nothing(client: TestClient, user: ApiUser) -> None:
+def test_malformed_or_foreign_imports_are_422_and_change_nothing(
+    client: TestClient, user: ApiUser
+) -> None:
     seed(client, user)
     before = client.get("/api/v1/export", headers=user.headers).json()["conversations"]
-    bad_native = (SAMPLES / "chatmem_export.json").read_text().replace('"role": "tool"', '"role": "robot"')
+    bad_native = (
+        (SAMPLES / "chatmem_export.json").read_text().replace('"role": "tool"', '"role": "robot"')
+    )
     for body in (
         b"",
         b"\x89PNG\r\n\x1a\n binary",

@@ -50,7 +50,10 @@ def test_import_then_export_for_the_admin_by_default(
     assert run(["export", "-o", str(target)]) == 0
     document = json.loads(target.read_text())
     assert document["format"] == "chatmem.export/1"
-    assert sorted(c["title"] for c in document["conversations"]) == ["Sourdough starter", "Untitled branchless"]
+    assert sorted(c["title"] for c in document["conversations"]) == [
+        "Sourdough starter",
+        "Untitled branchless",
+    ]
     assert not list(tmp_path.glob(".*partial"))
 
     assert run(["export", "--user", "bob", "-o", str(target)]) == 0
@@ -70,7 +73,10 @@ def test_export_of_one_conversation(users: dict[str, str], tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["import", str(SAMPLES / "chatgpt_conversations.json"), "--user", "nobody"], "user 'nobody' not found"),
+        (
+            ["import", str(SAMPLES / "chatgpt_conversations.json"), "--user", "nobody"],
+            "user 'nobody' not found",
+        ),
         (["import", __file__], "not valid JSON"),
     ],
 )
@@ -86,7 +92,9 @@ def test_missing_file_is_a_usage_error(users: dict[str, str], tmp_path: Path) ->
     assert run(["import", str(tmp_path / "nope.json")]) == 2
 
 
-def test_a_broken_file_imports_nothing(users: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_broken_file_imports_nothing(
+    users: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     broken = tmp_path / "broken.json"
     broken.write_bytes((SAMPLES / "claude_conversations.json").read_bytes()[:-30])
     assert run(["import", str(broken)]) == 1
@@ -107,7 +115,9 @@ def test_progress_bar_by_bytes_on_a_terminal(
     assert "Imported 2 conversation(s)" in captured.out
 
 
-def test_without_an_admin_the_user_must_be_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_an_admin_the_user_must_be_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     settings = Settings()
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     db = open_db(settings.sqlalchemy_url())

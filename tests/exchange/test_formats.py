@@ -68,10 +68,18 @@ def test_chatgpt_without_current_node_takes_the_last_leaf() -> None:
         "id": "x",
         "title": "t",
         "mapping": {
-            "a": {"id": "a", "parent": None, "children": ["b"],
-                  "message": {"author": {"role": "user"}, "content": {"parts": ["q"]}}},
-            "b": {"id": "b", "parent": "a", "children": [],
-                  "message": {"author": {"role": "assistant"}, "content": {"parts": ["r"]}}},
+            "a": {
+                "id": "a",
+                "parent": None,
+                "children": ["b"],
+                "message": {"author": {"role": "user"}, "content": {"parts": ["q"]}},
+            },
+            "b": {
+                "id": "b",
+                "parent": "a",
+                "children": [],
+                "message": {"author": {"role": "assistant"}, "content": {"parts": ["r"]}},
+            },
         },
     }
     (conversation,) = read_all(json.dumps([item]))
@@ -128,8 +136,11 @@ def test_native_profile_never_carries_secrets() -> None:
     doc = {
         "format": "chatmem.export/1",
         "conversations": [
-            {"id": "c", "profile": {"context_window": 1000, "api_key": "sk-secret", "base_url": "x"},
-             "messages": []}
+            {
+                "id": "c",
+                "profile": {"context_window": 1000, "api_key": "sk-secret", "base_url": "x"},
+                "messages": [],
+            }
         ],
     }
     (conversation,) = read_all(json.dumps(doc))
@@ -141,9 +152,12 @@ def test_native_profile_never_carries_secrets() -> None:
     [
         ("", "empty"),
         ("not json at all", "not valid JSON"),
-        ('{"format": "chatmem.export/1", "conversations": [{"id": "c", "messages": [', "not valid JSON"),
+        (
+            '{"format": "chatmem.export/1", "conversations": [{"id": "c", "messages": [',
+            "not valid JSON",
+        ),
         ('{"format": "chatmem.export/9", "conversations": []}', "Unsupported export format"),
-        ('{"hello": "world"}', "no \"format\""),
+        ('{"hello": "world"}', 'no "format"'),
         ("[]", "nothing to import"),
         ("[1, 2, 3]", "not a list of conversations"),
         ('[{"foo": 1}]', "Unknown export format"),
@@ -152,22 +166,22 @@ def test_native_profile_never_carries_secrets() -> None:
         (
             '{"format": "chatmem.export/1", "conversations": [{"id": "c", "messages": '
             '[{"id": "m1", "role": "robot", "content": "x"}]}]}',
-            "role must be one of",
+            "messages[0].role: expected one of",
         ),
         (
             '{"format": "chatmem.export/1", "conversations": [{"id": "c", "messages": '
             '[{"id": "m1", "role": "user", "content": 5}]}]}',
-            "content must be a string",
+            "messages[0].content: expected a string",
         ),
         (
             '{"format": "chatmem.export/1", "conversations": [{"id": "c", "mode": "turbo", '
             '"messages": []}]}',
-            "mode must be one of",
+            "mode: expected one of",
         ),
         (
             '{"format": "chatmem.export/1", "conversations": [{"id": "c", "summary": '
             '{"text": "s", "through": "m9"}, "messages": []}]}',
-            "not in the conversation",
+            "summary.through: no message",
         ),
         ('[{"chat_messages": "nope"}]', "chat_messages must be a list"),
         ('[{"chat": {"title": "x"}}]', "neither history.messages nor messages"),
@@ -226,7 +240,12 @@ def _big_chatgpt_file(path: Path, conversations: int, text: str) -> None:
                     },
                 }
                 parent = node
-            item = {"id": f"conv-{index}", "title": f"c{index}", "current_node": "n9", "mapping": mapping}
+            item = {
+                "id": f"conv-{index}",
+                "title": f"c{index}",
+                "current_node": "n9",
+                "mapping": mapping,
+            }
             out.write(("," if index else "") + json.dumps(item))
         out.write("]")
 

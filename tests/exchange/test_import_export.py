@@ -45,7 +45,9 @@ ALL_SAMPLES = [
 
 def do_import(db: Database, user_id: str, data: bytes, limits: Limits = UNLIMITED) -> ImportResult:
     with db.session() as session:
-        return import_source(session, user_row(session, user_id), ImportSource(io.BytesIO(data)), limits=limits)
+        return import_source(
+            session, user_row(session, user_id), ImportSource(io.BytesIO(data)), limits=limits
+        )
 
 
 def counts(db: Database) -> dict[str, int]:
@@ -60,14 +62,19 @@ def document(conversations: list[dict[str, Any]]) -> bytes:
     return json.dumps({"format": "chatmem.export/1", "conversations": conversations}).encode()
 
 
-def test_native_export_round_trips_losslessly_to_another_server(db: Database, tmp_path: Path) -> None:
+def test_native_export_round_trips_losslessly_to_another_server(
+    db: Database, tmp_path: Path
+) -> None:
     """STORE-5: messages, tool calls, exclusions, summaries (history), pins, folders, mode,
     profile settings and files survive export → import elsewhere → export, ids included."""
     alice = make_user(db, "alice")
     cid = rich_conversation(db, alice, turns=3)
     before = exported(db, [cid])
     (conversation,) = before
-    assert conversation["summary"] == {"text": "Kitchen, 10k budget.", "through": conversation["messages"][1]["id"]}
+    assert conversation["summary"] == {
+        "text": "Kitchen, 10k budget.",
+        "through": conversation["messages"][1]["id"],
+    }
     assert conversation["profile"] == PROFILE
     assert "api_key" not in json.dumps(before)
 
@@ -92,7 +99,9 @@ def test_sample_native_file_round_trips(db: Database) -> None:
     for original, back in zip(source["conversations"], again, strict=True):
         for key in ("id", "title", "folder", "pinned", "mode", "summary"):
             assert back[key] == original[key], key
-        assert [{k: v for k, v in f.items() if k != "created_at"} for f in back["files"]] == original["files"]
+        assert [
+            {k: v for k, v in f.items() if k != "created_at"} for f in back["files"]
+        ] == original["files"]
         assert back["messages"] == original["messages"]
         assert back["profile"] == original.get("profile")
 
@@ -152,8 +161,12 @@ def test_a_bad_conversation_late_in_the_file_changes_nothing(db: Database, tail:
     rich_conversation(db, alice)
     before = counts(db)
     good = json.dumps(
-        {"id": "c1", "title": "fine", "folder": "New folder",
-         "messages": [{"id": "m1", "role": "user", "content": "hi"}]}
+        {
+            "id": "c1",
+            "title": "fine",
+            "folder": "New folder",
+            "messages": [{"id": "m1", "role": "user", "content": "hi"}],
+        }
     ).encode()
     data = b'{"format": "chatmem.export/1", "conversations": [' + good + tail
     with pytest.raises(ImportFormatError):
@@ -166,11 +179,15 @@ def test_imports_count_tokens_at_write_time(db: Database) -> None:
     alice = make_user(db, "alice")
     do_import(db, alice, (SAMPLES / "chatmem_export.json").read_bytes())
     with db.session() as session:
-        rows = session.scalars(select(Message).where(Message.conversation_id == "c1").order_by(Message.seq)).all()
+        rows = session.scalars(
+            select(Message).where(Message.conversation_id == "c1").order_by(Message.seq)
+        ).all()
         assert rows
         for row in rows:
             value = EngineMessage(
-                id=row.id, role=row.role, content=row.content,  # type: ignore[arg-type]
+                id=row.id,
+                role=row.role,
+                content=row.content,  # type: ignore[arg-type]
                 tool_calls=tuple(ToolCall(**c) for c in row.tool_calls or ()),
                 tool_call_id=row.tool_call_id,
             )
@@ -182,7 +199,9 @@ def test_imports_count_tokens_at_write_time(db: Database) -> None:
 def test_import_respects_the_conversation_quota(db: Database) -> None:
     """STORE-4 applies to imports: the oldest unpinned conversations are evicted, counted."""
     alice = make_user(db, "alice")
-    result = do_import(db, alice, (SAMPLES / "chatgpt_conversations.json").read_bytes(), Limits(conversations=1))
+    result = do_import(
+        db, alice, (SAMPLES / "chatgpt_conversations.json").read_bytes(), Limits(conversations=1)
+    )
     assert (result.imported, result.evicted) == (2, 1)
     assert counts(db)["conversations"] == 1
     with db.session() as session:
@@ -199,7 +218,9 @@ def test_import_refused_by_the_folder_quota_changes_nothing(db: Database) -> Non
 
 def test_import_respects_the_message_quota(db: Database) -> None:
     alice = make_user(db, "alice")
-    result = do_import(db, alice, (SAMPLES / "claude_conversations.json").read_bytes(), Limits(messages=2))
+    result = do_import(
+        db, alice, (SAMPLES / "claude_conversations.json").read_bytes(), Limits(messages=2)
+    )
     assert result.evicted_messages == 2
     (cid,) = result.conversation_ids
     assert [m["content"] for m in exported(db, [cid])[0]["messages"]] == ["And day 3?", "Sintra."]

@@ -79,7 +79,9 @@ def register(app: typer.Typer) -> None:
     @app.command("export")
     def export_command(
         output: Path = typer.Option(..., "-o", "--output", help="File to write ('-' for stdout)."),
-        user: str | None = typer.Option(None, "--user", help="Whose conversations (default: the admin)."),
+        user: str | None = typer.Option(
+            None, "--user", help="Whose conversations (default: the admin)."
+        ),
         conversation: str | None = typer.Option(
             None, "--conversation", help="Export only this conversation id."
         ),
@@ -111,9 +113,15 @@ def register(app: typer.Typer) -> None:
     @app.command("import")
     def import_command(
         file: Path = typer.Argument(
-            ..., exists=True, dir_okay=False, readable=True, help="chatmem, ChatGPT, Claude or Open WebUI export."
+            ...,
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="chatmem, ChatGPT, Claude or Open WebUI export.",
         ),
-        user: str | None = typer.Option(None, "--user", help="Import for this user (default: the admin)."),
+        user: str | None = typer.Option(
+            None, "--user", help="Import for this user (default: the admin)."
+        ),
     ) -> None:
         """Import an export file (all or nothing; already imported conversations are skipped)."""
         settings = Settings()
@@ -137,7 +145,9 @@ def register(app: typer.Typer) -> None:
                         )
                         progress.update(task, description="Saving")
                 else:
-                    result = import_source(session, owner, source, limits=Limits.from_settings(settings))
+                    result = import_source(
+                        session, owner, source, limits=Limits.from_settings(settings)
+                    )
         finally:
             db.dispose()
         line = (

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import zstandard
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import ArchiveDamaged, Conflict, InvalidInput, NotFound
@@ -190,7 +190,9 @@ class Archiver:
             raise NotFound("conversation")
         return conversation
 
-    def _archived(self, session: Session, user_id: str, conversation_id: str) -> tuple[Conversation, Archive]:
+    def _archived(
+        self, session: Session, user_id: str, conversation_id: str
+    ) -> tuple[Conversation, Archive]:
         conversation = self._owned(session, user_id, conversation_id)
         record = session.get(Archive, conversation_id)
         if conversation.archived_at is None or record is None:
@@ -315,7 +317,9 @@ class Archiver:
     def _load(self, session: Session, record: Archive, user_id: str) -> bytes:
         if record.storage == "database":
             return self._verify(record.blob, record.sha256)
-        return self._verify(None, record.sha256, path=self.path_for(user_id, record.conversation_id))
+        return self._verify(
+            None, record.sha256, path=self.path_for(user_id, record.conversation_id)
+        )
 
     def read(self, user: User | str, conversation_id: str) -> dict[str, Any]:
         """The archived conversation, whole, as an export conversation object (no change)."""
@@ -324,12 +328,12 @@ class Archiver:
             conversation, record = self._archived(session, user_id, conversation_id)
             document = self._load(session, record, user_id)
             archived_at = iso(conversation.archived_at)
-        item = json.loads(document)["conversations"][0]
+        item: dict[str, Any] = json.loads(document)["conversations"][0]
         for message in item.get("messages", []):  # archive-only extras: the export shape
             for key in ("tokens", "seq", "meta"):
                 message.pop(key, None)
         item["archived_at"] = archived_at
-        return item  # type: ignore[no-any-return]
+        return item
 
     def require_archived(self, user: User | str, conversation_id: str) -> ArchiveEntry:
         """The archive entry of the user's archived conversation, else NotFound."""
@@ -362,12 +366,15 @@ class Archiver:
             escaped = q.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             where.append(Conversation.title.ilike(f"%{escaped}%", escape="\\"))
         with self.db.session() as session:
-            total = session.scalar(
-                select(func.count())
-                .select_from(Conversation)
-                .join(Archive, Archive.conversation_id == Conversation.id)
-                .where(*where)
-            ) or 0
+            total = (
+                session.scalar(
+                    select(func.count())
+                    .select_from(Conversation)
+                    .join(Archive, Archive.conversation_id == Conversation.id)
+                    .where(*where)
+                )
+                or 0
+            )
             rows = session.execute(
                 select(Conversation, Archive, Folder.name)
                 .join(Archive, Archive.conversation_id == Conversation.id)
@@ -412,10 +419,12 @@ class Archiver:
             if conversation.archived_at is None:
                 return
             ids = [m.id for m in imported.messages]
-            taken = set()
+            taken: set[str] = set()
             for start in range(0, len(ids), 500):
                 taken.update(
-                    session.scalars(select(Message.id).where(Message.id.in_(ids[start : start + 500])))
+                    session.scalars(
+                        select(Message.id).where(Message.id.in_(ids[start : start + 500]))
+                    )
                 )
             mids = {i: (new_id() if i in taken else i) for i in ids}
             fids = {f.id: f.id for f in imported.files}
@@ -426,14 +435,14 @@ class Archiver:
             now = utcnow()
             rows = list(message_rows(imported, conversation_id, mids, now, cached=cached))
             for start in range(0, len(rows), 2_000):
-                session.execute(Message.__table__.insert(), rows[start : start + 2_000])
+                session.execute(insert(Message), rows[start : start + 2_000])
             del rows
             summaries = list(summary_rows(imported, conversation_id, mids, now))
             if summaries:
-                session.execute(Summary.__table__.insert(), summaries)
+                session.execute(insert(Summary), summaries)
             files = list(file_rows(imported, conversation_id, mids, fids, now))
             if files:
-                session.execute(File.__table__.insert(), files)
+                session.execute(insert(File), files)
             conversation.archived_at = None
             session.execute(delete(Archive).where(Archive.conversation_id == conversation_id))
         self._step("restore", "committed")

@@ -68,7 +68,7 @@ def _detect_native(events: object) -> Format:
         if prefix == "" and event == "end_map":
             break
     raise ImportFormatError(
-        f"Not a chatmem export: the JSON object has no \"format\": {NATIVE_FORMAT!r} field."
+        f'Not a chatmem export: the JSON object has no "format": {NATIVE_FORMAT!r} field.'
     )
 
 

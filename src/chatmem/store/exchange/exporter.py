@@ -113,7 +113,9 @@ def messages_of(
 ) -> Iterator[dict[str, Any]]:
     """Messages in ``seq`` order, one page of Core rows at a time."""
     token_columns = (
-        [*(getattr(Message, c) for c in TOKEN_COLUMNS.values()), Message.meta] if with_tokens else []
+        [*(getattr(Message, c) for c in TOKEN_COLUMNS.values()), Message.meta]
+        if with_tokens
+        else []
     )
     columns = (
         Message.seq,
@@ -144,7 +146,11 @@ def messages_of(
             }
             if row.tool_calls:
                 item["tool_calls"] = [
-                    {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments", "{}")}
+                    {
+                        "id": c.get("id"),
+                        "name": c.get("name"),
+                        "arguments": c.get("arguments", "{}"),
+                    }
                     for c in row.tool_calls
                 ]
             if row.tool_call_id:

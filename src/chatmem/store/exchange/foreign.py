@@ -24,6 +24,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from chatmem.context.values import Role
 from chatmem.store.exchange.records import (
     ImportedConversation,
     ImportedFile,
@@ -169,7 +170,7 @@ def _chatgpt_text(content: Mapping[str, Any]) -> str:
 
 # --- Claude --------------------------------------------------------------------------------
 
-_CLAUDE_ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
+_CLAUDE_ROLES: dict[str, Role] = {"human": "user", "user": "user", "assistant": "assistant"}
 
 
 def claude_conversation(item: Mapping[str, Any]) -> ImportedConversation:
@@ -189,7 +190,9 @@ def claude_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         if not text.strip() and not attached:
             continue
         messages.append(
-            ImportedMessage(id=mid, role=role, content=text, created_at=parse_time(entry.get("created_at")))  # type: ignore[arg-type]
+            ImportedMessage(
+                id=mid, role=role, content=text, created_at=parse_time(entry.get("created_at"))
+            )
         )
         files.extend(attached)
     title = _title(item.get("name"))

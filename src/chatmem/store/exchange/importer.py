@@ -73,7 +73,10 @@ class _Batch:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.rows: dict[Any, list[dict[str, Any]]] = {
-            Conversation: [], Message: [], Summary: [], File: []
+            Conversation: [],
+            Message: [],
+            Summary: [],
+            File: [],
         }
         self.size = 0
 
@@ -132,7 +135,9 @@ def _already_there(session: Session, user: User, conversation: ImportedConversat
     if found is not None:
         return True
     if key.startswith("chatmem:"):  # the user's own conversation, exported and brought back
-        owner = session.scalar(select(Conversation.user_id).where(Conversation.id == conversation.id))
+        owner = session.scalar(
+            select(Conversation.user_id).where(Conversation.id == conversation.id)
+        )
         return owner == user.id
     return False
 

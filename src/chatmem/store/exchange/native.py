@@ -6,8 +6,10 @@ conversation, then each of its messages one by one — so exporting years of his
 holds more than one message's JSON in memory and an HTTP download starts at once.  Field
 order is fixed (``format`` first) so the reader's sniff finds the format in the first bytes.
 
-**Reader.** One conversation item at a time (ijson hands it over already parsed) is checked
-field by field and becomes an :class:`ImportedConversation`; a mistake names the
+**Reader.** One conversation item at a time (ijson hands it over already parsed) is first
+validated by the engine's own reader (``chatmem.context.document.conversation_from_export``,
+so import accepts exactly what ``chatmem context plan`` accepts), then checked field by field
+for what the store needs beyond the engine and becomes an :class:`ImportedConversation`; a mistake names the
 conversation and the field.  Besides the CONTRACT fields the reader accepts what the writer
 adds for a lossless round trip: ``summaries`` (history, oldest first), ``created_at`` /
 ``updated_at``, ``tool_calls`` / ``tool_call_id`` on messages.
@@ -20,6 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatmem.context.document import conversation_from_export
+from chatmem.context.errors import PlanInputError
 from chatmem.context.values import ToolCall
 from chatmem.store.exchange.detect import NATIVE_FORMAT
 from chatmem.store.exchange.records import (
@@ -121,6 +125,10 @@ def native_conversation(item: Mapping[str, Any]) -> ImportedConversation:
     """Validate one ``conversations[]`` item of a ``chatmem.export/1`` document."""
     if not isinstance(item, Mapping):
         raise ValueError("a conversation must be an object")
+    try:  # the engine's reading of the format (what `chatmem context plan` accepts) first
+        conversation_from_export(item)
+    except PlanInputError as exc:
+        raise ValueError(str(exc)) from None
     check = _Check("conversation")
     cid = check.string(item, "id", required=True) or ""
     if not cid.strip():
@@ -166,11 +174,17 @@ def _message(data: Mapping[str, Any], parent: _Check) -> ImportedMessage:
         raise check.fail("content", "must be a string")
     calls = []
     for raw in check.objects(data, "tool_calls"):
-        name = check.string(raw, "name", required=True) or ""
-        arguments = raw.get("arguments", "{}")
+        nested = raw.get("function")  # the OpenAI wire shape nests name and arguments
+        source = nested if isinstance(nested, Mapping) else raw
+        name = check.string(source, "name", required=True) or ""
+        arguments = source.get("arguments", "{}")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments)
-        calls.append(ToolCall(id=check.string(raw, "id", required=True) or "", name=name, arguments=arguments))
+        calls.append(
+            ToolCall(
+                id=check.string(raw, "id", required=True) or "", name=name, arguments=arguments
+            )
+        )
     tool_call_id = check.string(data, "tool_call_id")
     if role == "tool" and not tool_call_id:
         raise check.fail("tool_call_id", "is required on a tool message")
@@ -202,7 +216,9 @@ def _summaries(
     return tuple(out)
 
 
-def _summary(data: Mapping[str, Any], parent: _Check, known: set[str], default_version: int) -> ImportedSummary:
+def _summary(
+    data: Mapping[str, Any], parent: _Check, known: set[str], default_version: int
+) -> ImportedSummary:
     check = _Check(f"{parent.where}, summary")
     text = check.string(data, "text", required=True) or ""
     through = check.string(data, "through", required=True) or ""
@@ -232,7 +248,9 @@ def _file(data: Mapping[str, Any], parent: _Check, known: set[str]) -> ImportedF
     check = _Check(f"{parent.where}, file {fid!r}")
     message_id = check.string(data, "message_id")
     if message_id is not None and message_id not in known:
-        raise check.fail("message_id", f"names message {message_id!r}, which is not in the conversation")
+        raise check.fail(
+            "message_id", f"names message {message_id!r}, which is not in the conversation"
+        )
     state = data.get("state", "auto")
     if state not in FILE_STATES:
         raise check.fail("state", f"must be one of {', '.join(sorted(FILE_STATES))}")

@@ -67,7 +67,9 @@ class ImportSource:
         try:
             archive = zipfile.ZipFile(self._file)
         except zipfile.BadZipFile as exc:
-            raise ImportFormatError(f"The file looks like a ZIP archive but cannot be read: {exc}") from None
+            raise ImportFormatError(
+                f"The file looks like a ZIP archive but cannot be read: {exc}"
+            ) from None
         members = [i for i in archive.infolist() if not i.is_dir()]
         wanted = [i for i in members if PurePosixPath(i.filename).name == "conversations.json"]
         if not wanted:
