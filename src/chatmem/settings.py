@@ -80,6 +80,23 @@ class Settings(BaseSettings):
     turn_max_tool_calls: int = Field(
         default=16, description="Per-turn guard: most tool calls in one turn."
     )
+    usage_session_limit: float | None = Field(
+        default=None,
+        description="Included usage per rolling session window, in USD (unset: unlimited).",
+    )
+    usage_week_limit: float | None = Field(
+        default=None, description="Included usage per rolling 7 days, in USD (unset: unlimited)."
+    )
+    usage_session_hours: float = Field(
+        default=5.0, description="Length of the rolling session window for included usage, in hours."
+    )
+    usage_fallback_profile_id: str | None = Field(
+        default=None,
+        description="Profile id answered with when a user's included usage is used up (USE-3).",
+    )
+    usage_extension_requests: bool = Field(
+        default=True, description="Let users ask the administrators for more usage (USE-3)."
+    )
     model_timeout: float = Field(
         default=120.0, description="Seconds before a model request times out."
     )
