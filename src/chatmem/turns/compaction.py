@@ -25,6 +25,7 @@ from chatmem.store.tables.conversations import Summary
 from chatmem.store.tokens import counts_for_text
 from chatmem.store.types import utcnow
 from chatmem.turns import runs
+from chatmem.turns.dbwork import work
 from chatmem.turns.inputs import ModelTarget, TurnInputs, price
 
 MARKER = "Memory compressed — {n} earlier messages summarised"
@@ -92,51 +93,50 @@ async def run_compaction(
     completion_tokens = completion.usage.completion_tokens if completion.usage else 0
     cost = price(target.engine_profile.prices, prompt_tokens, completion_tokens)
 
-    def store() -> CompactionOutcome:
-        with db.session() as session:
-            version = (
-                session.scalar(
-                    select(func.max(Summary.version)).where(
-                        Summary.conversation_id == inputs.conversation_id
-                    )
+    def store(session: Any) -> CompactionOutcome:
+        version = (
+            session.scalar(
+                select(func.max(Summary.version)).where(
+                    Summary.conversation_id == inputs.conversation_id
                 )
-                or 0
-            ) + 1
-            row = Summary(
-                conversation_id=inputs.conversation_id,
-                version=version,
-                first_message_id=getattr(request, "first_id", None),
-                through_message_id=request.through,
-                message_count=int(getattr(request, "message_count", 0)),
-                text=text,
-                focus=focus,
-                cost=cost,
-                model=target.model,
-                created_at=utcnow(),
-                **counts_for_text(text),
             )
-            session.add(row)
-            runs.record_usage(
-                session,
-                user_id=user_id,
-                conversation_id=inputs.conversation_id,
-                run_id=run_id,
-                kind=kind,
-                profile_id=target.profile_id,
-                model=target.model,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                cost=cost,
-            )
-            session.flush()
-            return CompactionOutcome(
-                summary_id=row.id,
-                version=version,
-                through=request.through,
-                message_count=row.message_count,
-                cost=cost,
-                text=text,
-                focus=focus,
-            )
+            or 0
+        ) + 1
+        row = Summary(
+            conversation_id=inputs.conversation_id,
+            version=version,
+            first_message_id=getattr(request, "first_id", None),
+            through_message_id=request.through,
+            message_count=int(getattr(request, "message_count", 0)),
+            text=text,
+            focus=focus,
+            cost=cost,
+            model=target.model,
+            created_at=utcnow(),
+            **counts_for_text(text),
+        )
+        session.add(row)
+        runs.record_usage(
+            session,
+            user_id=user_id,
+            conversation_id=inputs.conversation_id,
+            run_id=run_id,
+            kind=kind,
+            profile_id=target.profile_id,
+            model=target.model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost=cost,
+        )
+        session.flush()
+        return CompactionOutcome(
+            summary_id=row.id,
+            version=version,
+            through=request.through,
+            message_count=row.message_count,
+            cost=cost,
+            text=text,
+            focus=focus,
+        )
 
-    return await anyio.to_thread.run_sync(store)
+    return await work(db, store)

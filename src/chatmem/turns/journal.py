@@ -12,11 +12,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import anyio
-
 from chatmem.store.db import Database
 from chatmem.turns import runs
 from chatmem.turns.coordinator import Coordinator
+from chatmem.turns.dbwork import work
 from chatmem.turns.events import RunEvent
 
 
@@ -62,8 +61,4 @@ class EventJournal:
         batch, self._pending = self._pending, []
         self._last_flush = time.monotonic()
 
-        def write() -> None:
-            with self._db.session() as session:
-                runs.store_events(session, self.run_id, batch)
-
-        await anyio.to_thread.run_sync(write)
+        await work(self._db, runs.store_events, self.run_id, batch)

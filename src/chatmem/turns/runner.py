@@ -31,8 +31,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import anyio
-
 from chatmem.context.errors import DoesNotFit, EngineError
 from chatmem.context.values import ToolCall
 from chatmem.errors import ChatmemError, ProviderContextLength
@@ -42,6 +40,7 @@ from chatmem.store.db import Database
 from chatmem.turns import runs
 from chatmem.turns.compaction import CompactionOutcome, run_compaction
 from chatmem.turns.coordinator import Coordinator
+from chatmem.turns.dbwork import work
 from chatmem.turns.inputs import TurnInputs, load_inputs, store_message
 from chatmem.turns.journal import EventJournal
 from chatmem.turns.tools import ToolBox, ToolOutcome
@@ -109,11 +108,7 @@ class TurnRunner:
 
     # -- helpers ----------------------------------------------------------------------------
     async def _db_call(self, fn: Callable[..., T], *args: Any) -> T:
-        def work() -> T:
-            with self._db.session() as session:
-                return fn(session, *args)
-
-        return await anyio.to_thread.run_sync(work)
+        return await work(self._db, fn, *args)
 
     async def _race_stop(self, awaitable: Awaitable[T]) -> T:
         """Await ``awaitable`` unless the stop signal fires first (then cancel it)."""

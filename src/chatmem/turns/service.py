@@ -36,6 +36,7 @@ from chatmem.turns import recovery, runs
 from chatmem.turns.compaction import client_for
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
+from chatmem.turns.dbwork import work
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import TurnInputs, load_inputs, owned_conversation_row, store_message
 from chatmem.turns.journal import EventJournal
@@ -122,11 +123,7 @@ class TurnService:
                 await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
 
     async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        def work() -> Any:
-            with self.db.session() as session:
-                return fn(session, *args, **kwargs)
-
-        return await anyio.to_thread.run_sync(work)
+        return await work(self.db, fn, *args, **kwargs)
 
     async def recover(self) -> list[str]:
         """Marks runs whose owner is dead ``interrupted`` (TURN-3, SCALE-2)."""
