@@ -40,7 +40,7 @@ from chatmem.store.quotas import UNLIMITED
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Message, Summary
 
-FIXTURE_VERSION = "1"
+FIXTURE_VERSION = "2"
 DATA = Path(__file__).resolve().parent / "_data"
 PG_URL = os.environ.get("CHATMEM_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 LIST_BAR = 0.050
@@ -186,9 +186,7 @@ def bench_sqlite_large() -> None:
     if not path.exists():
         # Built under a temporary name and renamed when complete, so an interrupted build is
         # never mistaken for a cached fixture.
-        building = path.with_suffix(".building")
-        for leftover in DATA.glob(building.name + "*"):
-            leftover.unlink()
+        building = path.with_suffix(f".building-{os.getpid()}")
         started = time.perf_counter()
         db = Database(f"sqlite:///{building}")
         db.migrate()

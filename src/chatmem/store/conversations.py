@@ -229,7 +229,7 @@ def list_conversations(
         owned_folder(session, user, folder_id)
         stmt = stmt.where(Conversation.folder_id == folder_id)
     if q is not None and q.strip():
-        stmt = stmt.where(matching_conversation_ids(session, q))
+        stmt = stmt.where(matching_conversation_ids(session, user.id, q))
     if cursor:
         pinned, when, cid = decode_cursor(cursor)
         stmt = stmt.where(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import ColumnElement, column, literal_column, or_, select, table, text
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, column, literal_column, select, table, text, union
+from sqlalchemy.orm import Session, aliased
 
 from chatmem.store.tables.conversations import Conversation, Message
 
@@ -50,14 +50,22 @@ def _like_pattern(query: str) -> str:
     return f"%{escaped}%"
 
 
-def matching_conversation_ids(session: Session, query: str) -> ColumnElement[bool]:
-    """A condition on ``Conversation``: the title contains ``query`` or a message matches it."""
-    title = Conversation.title.ilike(_like_pattern(query), escape="\\")
+def matching_conversation_ids(session: Session, user_id: str, query: str) -> ColumnElement[bool]:
+    """A condition on ``Conversation``: the title contains ``query`` or a message matches it.
+
+    Both branches are id sets computed once (the title set from ``ix_conversations_title``,
+    the content set from the full-text index) and tested while walking the list index."""
     dialect = session.get_bind().dialect.name
+    titled = aliased(Conversation)
+    like = titled.title.like if dialect == "sqlite" else titled.title.ilike
+    # SQLite's LIKE already ignores ASCII case; lower() would add nothing but cost.
+    by_title = select(titled.id).where(
+        titled.user_id == user_id, like(_like_pattern(query), escape="\\")
+    )
     if dialect == "sqlite":
         match = fts5_query(query)
         if match is None:
-            return title
+            return Conversation.id.in_(by_title)
         hits = (
             select(Message.conversation_id)
             .join(_FTS, _FTS.c.rowid == Message.num)
@@ -66,10 +74,10 @@ def matching_conversation_ids(session: Session, query: str) -> ColumnElement[boo
     else:
         ts = tsquery(query)
         if ts is None:
-            return title
+            return Conversation.id.in_(by_title)
         hits = select(Message.conversation_id).where(
             text(
                 "to_tsvector('simple', messages.content) @@ to_tsquery('simple', :ts_query)"
             ).bindparams(ts_query=ts)
         )
-    return or_(title, Conversation.id.in_(hits))
+    return Conversation.id.in_(union(by_title, hits))

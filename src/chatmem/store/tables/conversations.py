@@ -55,7 +55,11 @@ class Conversation(Base):
     __tablename__ = "conversations"
     __table_args__ = (
         # The list order: pinned first, then most recently active (STORE-7, kept fast by keyset).
-        Index("ix_conversations_list", "user_id", "pinned", "last_active_at", "id"),
+        # ``archived_at IS NULL`` is an equality for the planner, so the list is an index walk
+        # and search can test ids against its candidate set without touching rows.
+        Index("ix_conversations_list", "user_id", "archived_at", "pinned", "last_active_at", "id"),
+        # Title search scans this (short, sequential) instead of the table.
+        Index("ix_conversations_title", "user_id", "title", "id"),
         UniqueConstraint("user_id", "source", name="uq_conversations_user_id_source"),
     )
 

@@ -108,8 +108,11 @@ def upgrade() -> None:
         _fk("folder_id", "folders.id", "conversations", "SET NULL"),
     )
     op.create_index(
-        "ix_conversations_list", "conversations", ["user_id", "pinned", "last_active_at", "id"]
+        "ix_conversations_list",
+        "conversations",
+        ["user_id", "archived_at", "pinned", "last_active_at", "id"],
     )
+    op.create_index("ix_conversations_title", "conversations", ["user_id", "title", "id"])
     op.create_index("ix_conversations_folder_id", "conversations", ["folder_id"])
 
     op.create_table(
