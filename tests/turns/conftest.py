@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from tests.support.app import ApiUser, make_user
+from tests.support.model_server import FakeModelServer
 
 from chatmem.settings import Settings
 from chatmem.web.app import create_app
-from tests.support.app import ApiUser, make_user
-from tests.support.model_server import FakeModelServer
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
-
 from tests.support.model_server import FakeModelServer
 from tests.turns.conftest import Chat, make_chat, seed_pairs, summaries
 

@@ -23,14 +23,14 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import select
+from tests.support.mcp_server import McpServerProcess, running_mcp_server
+from tests.support.model_server import RemoteModelServer
+from tests.turns.conftest import parse_sse
 
 from chatmem.store import accounts
 from chatmem.store.db import Database
 from chatmem.store.tables.conversations import Message
 from chatmem.store.tables.runs import ToolCallRow
-from tests.support.mcp_server import McpServerProcess, running_mcp_server
-from tests.support.model_server import RemoteModelServer
-from tests.turns.conftest import parse_sse
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

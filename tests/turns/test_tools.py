@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-
 from tests.support.mcp_server import McpServerProcess, running_mcp_server
 from tests.support.model_server import FakeModelServer
 from tests.turns.conftest import Chat, make_chat

@@ -6,7 +6,6 @@ import threading
 import time
 
 from fastapi.testclient import TestClient
-
 from tests.support.model_server import FakeModelServer
 from tests.turns.conftest import Chat, make_chat
 

@@ -55,3 +55,44 @@ def test_a_second_extension_request_says_admins_were_notified_USE_3(
     assert second["notified"] is False and second["message"] == "Administrators were already notified"
     other = make_chat(turn_client, model_server, name="bob")
     assert turn_client.post("/api/v1/usage/extension-requests", headers=other.headers).json()["notified"]
+
+
+def test_reported_usage_calibrates_the_estimate_upwards_CTX_2(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    chat = make_chat(turn_client, model_server)
+    draft = "An ordinary sentence about memory. " * 40
+
+    def draft_tokens() -> int:
+        plan = turn_client.get(
+            f"/api/v1/conversations/{chat.conversation_id}/context",
+            params={"draft": draft}, headers=chat.headers,
+        ).json()
+        return int(plan["tokens"]["messages"])
+
+    before = draft_tokens()
+    model_server.reply("ok", usage=(10_000, 1))  # the provider counts far more than we did
+    chat.turn("Hi")
+    after = draft_tokens()
+    assert after > before
+
+
+def test_exhausted_usage_answers_with_the_fallback_model_USE_3(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    chat = make_chat(turn_client, model_server)
+    fallback = turn_client.post(
+        "/api/v1/profiles",
+        json={"name": "fallback", "base_url": model_server.base_url, "model": "fake-model-mini", "free": True},
+        headers=chat.headers,
+    ).json()["id"]
+    settings = turn_client.app.state.settings  # type: ignore[attr-defined]
+    settings.usage_session_limit = 0.0001
+    settings.usage_fallback_profile_id = fallback
+    model_server.reply("Paid answer.", usage=(1000, 100))
+    chat.turn("First")
+    assert model_server.chat_requests[-1].body["model"] == "fake-model"
+    model_server.reply("Fallback answer.")
+    chat.turn("Second")
+    assert model_server.chat_requests[-1].body["model"] == "fake-model-mini"
+    assert turn_client.get("/api/v1/usage", headers=chat.headers).json()["fallback_profile_id"] == fallback

@@ -24,7 +24,7 @@ from chatmem import context as engine
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.errors import NotFound
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
-from chatmem.turns.inputs import resolve_target
+from chatmem.turns.inputs import calibrated_tokenizer, resolve_target
 
 
 class ContextCache:
@@ -113,7 +113,10 @@ def plan_for(
     if cached is not None:
         return cached
     mode = engine.effective_mode(profile, row.mode)
-    plan = engine.plan(conversation, profile, mode=mode, draft=draft or None)
+    plan = engine.plan(
+        conversation, profile, mode=mode, draft=draft or None,
+        tokenizer=calibrated_tokenizer(session, target),
+    )
     result = plan_json(plan)
     cache.put_plan(conversation_id, memo_key, result)
     return result

@@ -127,6 +127,39 @@ def summarizer_target(
     return resolved if resolved.profile_id is not None else target
 
 
+#: How many recent answers the calibration looks at (CTX-2).
+CALIBRATION_WINDOW = 20
+
+
+def calibration(session: Session, profile_id: str | None) -> float:
+    """CTX-2: reported prompt tokens / estimated ones over the profile's recent answers
+    (1.0 without data).  The engine clamps it so the estimate only ever goes up."""
+    if profile_id is None:
+        return 1.0
+    from chatmem.store.tables.runs import UsageRow
+
+    rows = session.execute(
+        select(UsageRow.prompt_tokens, UsageRow.estimated_prompt_tokens)
+        .where(
+            UsageRow.profile_id == profile_id,
+            UsageRow.kind == "answer",
+            UsageRow.estimated_prompt_tokens.is_not(None),
+            UsageRow.estimated_prompt_tokens > 0,
+        )
+        .order_by(UsageRow.num.desc())
+        .limit(CALIBRATION_WINDOW)
+    ).all()
+    reported = sum(r[0] for r in rows)
+    estimated = sum(r[1] for r in rows)
+    return engine.calibration_factor(estimated, reported)
+
+
+def calibrated_tokenizer(session: Session, target: ModelTarget) -> Any:
+    """The profile's tokenizer, scaled up when the provider reports more than we estimate."""
+    base = engine.get_tokenizer(target.engine_profile.tokenizer)
+    return engine.calibrated(base, calibration(session, target.profile_id))
+
+
 def load_inputs(
     session: Session,
     conversation_id: str,
@@ -137,18 +170,22 @@ def load_inputs(
     user_id: str | None = None,
     with_plan: bool = True,
     secrets: Any = None,
+    profile_override: str | None = None,
 ) -> TurnInputs:
     row = session.get(Conversation, conversation_id)
     if row is None or (user_id is not None and row.user_id != user_id):
         raise NotFound("conversation")
-    target = resolve_target(session, row.user_id, row.profile_id, secrets)
+    target = resolve_target(session, row.user_id, profile_override or row.profile_id, secrets)
     profile = target.engine_profile
     conversation = load_engine_conversation(
         session, conversation_id, tokenizer=profile.tokenizer, tools=list(tools)
     )
     mode = engine.effective_mode(profile, row.mode)
     plan = (
-        engine.plan(conversation, profile, mode=mode, draft=draft, turn_start=turn_start)
+        engine.plan(
+            conversation, profile, mode=mode, draft=draft, turn_start=turn_start,
+            tokenizer=calibrated_tokenizer(session, target),
+        )
         if with_plan
         else None
     )

@@ -69,6 +69,8 @@ class TurnJob:
     user_id: str
     conversation_id: str
     user_message_id: str
+    #: USE-3: the fallback profile when the user's included usage is used up.
+    profile_override: str | None = None
 
 
 @dataclass
@@ -193,7 +195,7 @@ class TurnRunner:
         def load(session: Any) -> TurnInputs:
             return load_inputs(
                 session, self.job.conversation_id, toolbox.schemas, self.job.user_message_id,
-                secrets=self._secrets,
+                secrets=self._secrets, profile_override=self.job.profile_override,
             )
 
         return await self._db_call(load)

@@ -32,7 +32,7 @@ from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.tables.conversations import File
 from chatmem.store.types import utcnow
-from chatmem.turns import recovery, runs
+from chatmem.turns import recovery, runs, usage
 from chatmem.turns.compaction import client_for
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
@@ -216,7 +216,8 @@ class TurnService:
             raise
         self._locks[run_id] = (name, token)
         await self.coordinator.open_run(run_id)
-        job = TurnJob(run_id, user_id, conversation_id, message_id)
+        fallback = await self._db(usage.fallback_profile, user_id, self.settings)
+        job = TurnJob(run_id, user_id, conversation_id, message_id, profile_override=fallback)
         self._tasks[run_id] = asyncio.create_task(self._run(job), name=f"chatmem-turn-{run_id}")
         return Submitted(run_id, created=True)
 

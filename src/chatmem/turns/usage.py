@@ -112,3 +112,13 @@ def request_extension(session: Session, user_id: str, settings: Settings) -> dic
         "message": "The administrators were notified",
         "requested_at": iso(row.created_at),
     }
+
+
+def fallback_profile(session: Session, user_id: str, settings: Settings) -> str | None:
+    """USE-3: when the included usage is used up, turns answer with the fallback profile."""
+    fallback = getattr(settings, "usage_fallback_profile_id", None)
+    if not fallback:
+        return None
+    if settings.usage_session_limit is None and settings.usage_week_limit is None:
+        return None
+    return fallback if usage_summary(session, user_id, settings)["exhausted"] else None
