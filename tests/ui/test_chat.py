@@ -80,6 +80,8 @@ def test_switching_models_mid_conversation_and_stateless_models_lock_the_mode(
     with server.api("alice") as api:
         c = make_conversation(api, profiles["main"]["id"], pairs=1, title="Switching")
         alice.goto(server.url + "/c/" + c["id"])
+        expect(alice.locator("#chat-title")).to_have_text("Switching")
+        expect(alice.locator("#counter-text")).not_to_have_text("–")
         mode = alice.get_by_label("Memory", exact=True)
         expect(mode).to_be_enabled()
         expect(mode.locator("option")).to_have_text(["No memory", "Economy", "Everything", "Recent messages"])
@@ -123,9 +125,11 @@ def test_long_conversations_render_incrementally(alice: Any, server: Server, pro
     expect(messages.last).to_contain_text("Message number 649")
     expect(messages).to_have_count(200)
     expect(alice.get_by_role("button", name="Load earlier messages")).to_be_visible()
+    # Scrolling to the top brings 200 more each time.
     alice.locator("#feed").evaluate("f => f.scrollTop = 0")
     expect(messages).to_have_count(400)
-    alice.get_by_role("button", name="Load earlier messages").click()
+    alice.locator("#feed").evaluate("f => f.scrollTop = 0")
+    expect(messages).to_have_count(600)
     alice.get_by_role("button", name="Load earlier messages").click()
     expect(messages).to_have_count(650)
     expect(messages.first).to_contain_text("Message number 0")

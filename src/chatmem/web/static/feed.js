@@ -11,7 +11,6 @@
   const list = document.getElementById("messages");
   const emptyBox = document.getElementById("feed-empty");
   const older = document.getElementById("load-older");
-  const topSentinel = document.getElementById("feed-top-sentinel");
   const messageTemplate = document.getElementById("message-template");
   const markerTemplate = document.getElementById("compaction-template");
 
@@ -250,9 +249,14 @@
   }
 
   older.addEventListener("click", renderOlder);
-  new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting) && state.firstRendered > 0 && feed.scrollTop > 0) renderOlder();
-  }, { root: feed, rootMargin: "300px 0px 0px 0px" }).observe(topSentinel);
+  // Scrolling near the top brings the previous batch.  A scroll listener (not an observer)
+  // because only a reader's scroll should load more, never the initial layout.
+  let pending = false;
+  feed.addEventListener("scroll", () => {
+    if (pending || state.firstRendered === 0 || feed.scrollTop > 300) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; renderOlder(); });
+  }, { passive: true });
 
   window.chatmem.feed = {
     setMessages, applyStatus, setSummary, appendLocal, startStream, clear, scrollToEnd,
