@@ -224,3 +224,36 @@ def test_import_respects_the_message_quota(db: Database) -> None:
     assert result.evicted_messages == 2
     (cid,) = result.conversation_ids
     assert [m["content"] for m in exported(db, [cid])[0]["messages"]] == ["And day 3?", "Sintra."]
+
+
+def test_export_takes_the_linked_profiles_knobs_and_never_its_secrets(db: Database) -> None:
+    from chatmem.store.tables.profiles import ModelProfile
+
+    alice = make_user(db, "alice")
+    cid = rich_conversation(db, alice)
+    with db.session() as session:
+        profile = ModelProfile(
+            user_id=alice,
+            name="Work GPT",
+            base_url="https://api.example.com/v1",
+            model="gpt-x",
+            api_key_ciphertext=b"sealed-sk-live-secret",
+            context_window=200_000,
+            answer_reserve=8_000,
+            tokenizer="o200k_base",
+            stateless=False,
+        )
+        session.add(profile)
+        session.flush()
+        conversation = session.get(Conversation, cid)
+        assert conversation is not None
+        conversation.profile_id = profile.id
+    (conversation_doc,) = exported(db, [cid])
+    assert conversation_doc["profile"] == {
+        "context_window": 200_000,
+        "answer_reserve": 8_000,
+        "tokenizer": "o200k_base",
+        "stateless": False,
+    }
+    text = json.dumps(conversation_doc)
+    assert "secret" not in text and "api.example.com" not in text and "Work GPT" not in text

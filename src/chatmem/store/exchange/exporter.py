@@ -6,8 +6,8 @@ that pages through ``(conversation_id, seq)`` with plain Core rows, so exporting
 conversation never loads it whole and never fills the ORM identity map.  The session must
 stay open while the chunks are consumed.
 
-Profile settings come from the linked profile when the profiles table knows it, else from
-the settings an earlier import brought (``conversations.meta["profile"]``).  Only the four
+Profile settings come from the linked profile, else from the settings an earlier import
+brought (``conversations.meta["profile"]``).  Only the four
 engine knobs are ever written — never names, endpoints or API keys.
 """
 
@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import NotFound
-from chatmem.store.base import Base
 from chatmem.store.exchange.native import ExportedConversation, export_chunks
 from chatmem.store.exchange.records import PROFILE_KEYS, format_time
 from chatmem.store.tables.accounts import User
@@ -33,6 +32,7 @@ from chatmem.store.tables.conversations import (
     Message,
     Summary,
 )
+from chatmem.store.tables.profiles import ModelProfile
 
 PAGE = 1_000
 
@@ -205,33 +205,23 @@ def files_of(session: Session, conversation_id: str) -> Iterator[dict[str, Any]]
         }
 
 
-def _profiles_table() -> Table | None:
-    from chatmem.store.tables import load_all
-
-    load_all()
-    table = Base.metadata.tables.get("profiles")
-    if table is None or "id" not in table.c:
-        return None
-    return table
-
-
 def profile_settings(session: Session, conversation: Conversation) -> dict[str, Any] | None:
-    """The four non-secret engine knobs of the conversation's profile, or None."""
-    table = _profiles_table() if conversation.profile_id else None
-    if table is not None:
-        wanted = [table.c[k] for k in PROFILE_KEYS if k in table.c]
-        if wanted:
-            where = [table.c.id == conversation.profile_id]
-            if "user_id" in table.c:
-                where.append(table.c.user_id == conversation.user_id)
-            row = session.execute(select(*wanted).where(*where)).first()
-            if row is not None:
-                values = {k: v for k, v in row._mapping.items() if v is not None}
-                if values:
-                    return {k: values[k] for k in PROFILE_KEYS if k in values}
+    """The four non-secret engine knobs of the conversation's profile, or None.  A linked
+    profile (own or shared) wins; else the settings an earlier import brought along."""
+    if conversation.profile_id:
+        row = session.execute(
+            select(
+                ModelProfile.context_window,
+                ModelProfile.answer_reserve,
+                ModelProfile.tokenizer,
+                ModelProfile.stateless,
+            ).where(ModelProfile.id == conversation.profile_id)
+        ).first()
+        if row is not None:
+            return {k: v for k, v in row._mapping.items() if v is not None}
     meta = conversation.meta or {}
     kept = meta.get("profile") if isinstance(meta, dict) else None
-    return dict(kept) if isinstance(kept, dict) else None
+    return {k: kept[k] for k in PROFILE_KEYS if k in kept} if isinstance(kept, dict) else None
 
 
 def export_bytes(session: Session, conversation_ids: list[str]) -> bytes:
