@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from tests.support.app import ApiUser
+from tests.support.app import ApiUser, make_user
+
+from chatmem.settings import Settings
+from chatmem.web.app import create_app
 
 SAMPLES = Path(__file__).parent / "samples"
 
@@ -152,3 +155,15 @@ def test_malformed_or_foreign_imports_are_422_and_change_nothing(
 def test_import_needs_authentication(client: TestClient) -> None:
     response = client.post("/api/v1/import", content=b"[]")
     assert response.status_code == 401
+
+
+def test_an_import_larger_than_the_limit_is_413_and_changes_nothing(settings: Settings) -> None:
+    small = settings.model_copy(update={"max_import_bytes": 600})
+    with TestClient(create_app(small)) as client:
+        user = make_user(client, "alice")
+        data = (SAMPLES / "chatgpt_conversations.json").read_bytes()
+        assert len(data) > 600
+        response = client.post("/api/v1/import", content=data, headers=user.headers)
+        assert response.status_code == 413
+        assert response.json()["error"]["code"] == "payload_too_large"
+        assert client.get("/api/v1/conversations", headers=user.headers).json()["items"] == []

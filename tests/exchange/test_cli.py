@@ -125,3 +125,17 @@ def test_without_an_admin_the_user_must_be_named(
     db.dispose()
     assert run(["export", "-o", str(tmp_path / "x.json")]) == 1
     assert "--user" in capsys.readouterr().err
+
+
+def test_an_exported_conversation_feeds_context_plan(
+    users: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The export is the CONTRACT's input of ``chatmem context plan`` (extras and all)."""
+    assert run(["import", str(SAMPLES / "chatmem_export.json")]) == 0
+    target = tmp_path / "one.json"
+    assert run(["export", "--conversation", "c1", "-o", str(target)]) == 0
+    capsys.readouterr()
+    assert run(["context", "plan", str(target)]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["mode"] == "economy"
+    assert set(plan["status"]) == {f"m{i}" for i in range(1, 7)}
