@@ -187,3 +187,52 @@ def test_archived_file_lives_under_the_state_dir_per_user(db: Database, settings
         assert (
             record.sha256 != hashlib.sha256(path.read_bytes()).hexdigest()
         )  # hash of the raw document
+
+
+def test_a_running_turn_blocks_archiving(db: Database, settings: Settings) -> None:
+    from chatmem.errors import TurnRunning
+    from chatmem.store.tables.runs import Run
+
+    archiver = Archiver(db, settings.state_dir, storage="file")
+    alice = make_user(db, "alice")
+    cid = rich_conversation(db, alice)
+    with db.session() as session:
+        run = Run(conversation_id=cid, user_id=alice, status="running")
+        session.add(run)
+        session.flush()
+        run_id = run.id
+    rows = stored_messages(db, cid)
+    with pytest.raises(TurnRunning):
+        archiver.archive(alice, cid)
+    assert stored_messages(db, cid) == rows
+    with db.session() as session:
+        finished = session.get(Run, run_id)
+        assert finished is not None
+        finished.status = "completed"
+    archiver.archive(alice, cid)
+    assert live_rows(db, cid) == 0
+
+
+def test_a_message_arriving_mid_archive_is_never_lost(db: Database, settings: Settings) -> None:
+    """ARCH-2: the commit checks the conversation is unchanged since the snapshot."""
+    from chatmem.errors import Conflict
+    from chatmem.store import messages
+    from chatmem.store.tables.conversations import Conversation
+
+    alice = make_user(db, "alice")
+    cid = rich_conversation(db, alice)
+
+    def append_meanwhile(step: str) -> None:
+        if step == "archive:renamed":
+            with db.session() as session:
+                conversation = session.get(Conversation, cid)
+                assert conversation is not None
+                messages.append_message(session, conversation, "user", "one more thing")
+
+    racing = Archiver(db, settings.state_dir, storage="file", on_step=append_meanwhile)
+    with pytest.raises(Conflict):
+        racing.archive(alice, cid)
+    assert stored_messages(db, cid)[-1][3] == "one more thing"
+    archiver = Archiver(db, settings.state_dir, storage="file")
+    archiver.archive(alice, cid)
+    assert archiver.read(alice, cid)["messages"][-1]["content"] == "one more thing"

@@ -51,7 +51,7 @@ import zstandard
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from chatmem.errors import ArchiveDamaged, Conflict, InvalidInput, NotFound
+from chatmem.errors import ArchiveDamaged, Conflict, InvalidInput, NotFound, TurnRunning
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_stream
@@ -67,6 +67,7 @@ from chatmem.store.tables.conversations import (
     Message,
     Summary,
 )
+from chatmem.store.tables.runs import Run
 from chatmem.store.types import iso, new_id, utcnow
 
 Storage = Literal["file", "database"]
@@ -127,6 +128,17 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _refuse_while_running(session: Session, conversation_id: str) -> None:
+    """A turn still writing into the conversation would write into an archived one."""
+    running = session.scalar(
+        select(Run.id)
+        .where(Run.conversation_id == conversation_id, Run.status == "running")
+        .limit(1)
+    )
+    if running is not None:
+        raise TurnRunning("A turn is running in this conversation; archive it when it is done.")
 
 
 def _fingerprint(session: Session, conversation_id: str) -> tuple[Any, ...]:
@@ -210,6 +222,7 @@ class Archiver:
             conversation = self._owned(session, user_id, conversation_id)
             if conversation.archived_at is not None:  # repeated: already done
                 return self.entry(session, conversation_id)
+            _refuse_while_running(session, conversation_id)
             before = _fingerprint(session, conversation_id)
             count = before[0][0]
             digest = hashlib.sha256()
@@ -254,6 +267,7 @@ class Archiver:
             conversation = self._owned(session, user_id, conversation_id)
             if conversation.archived_at is not None:
                 return self.entry(session, conversation_id)
+            _refuse_while_running(session, conversation_id)
             if _fingerprint(session, conversation_id) != before:
                 raise Conflict("The conversation changed while it was being archived; try again.")
             session.add(
