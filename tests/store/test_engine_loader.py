@@ -16,7 +16,7 @@ from chatmem.store.db import Database
 from chatmem.store.engine import LazyMessages, load_engine_conversation
 from chatmem.store.messages import append_message
 from chatmem.store.quotas import UNLIMITED, conversations_to_evict
-from chatmem.store.tables.conversations import Message
+from chatmem.store.tables.conversations import Conversation, Message
 
 
 def _db(tmp_path: Path) -> Database:
@@ -103,3 +103,33 @@ def test_store4_eviction_policy_pinned_set_aside_oldest_first_pinned_last() -> N
     assert conversations_to_evict(rows, 3) == ["n3", "n2"]
     assert conversations_to_evict(rows, 2) == ["n3", "n2", "n1"]
     assert conversations_to_evict(rows, 1) == ["n3", "n2", "n1", "p2"]
+
+
+def test_concurrent_sqlite_writers_wait_instead_of_failing(tmp_path: Path) -> None:
+    """A read-then-write unit of work racing another writer must not hit 'database is locked'."""
+    import threading
+
+    db = _db(tmp_path)
+    with db.session(write=True) as session:
+        user = accounts.create_user(session, "u")
+        cid = create_conversation(session, user, UNLIMITED).id
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(15):
+                with db.session(write=True) as session:
+                    conversation = session.get(Conversation, cid)
+                    assert conversation is not None
+                    append_message(session, conversation, "user", f"w{n} m{i}")
+        except BaseException as exc:  # collected for the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with db.session() as session:
+        assert LazyMessages(session, cid, "tokens_estimate").__len__() == 60

@@ -23,7 +23,7 @@ def signin_url(settings: Settings, token: str) -> str:
 
 def first_start(db: Database, settings: Settings) -> str | None:
     """Returns the sign-in URL to print, or None when somebody already signed in."""
-    with db.session() as session:
+    with db.session(write=True) as session:
         admin: User | None
         if accounts.count_users(session) == 0:
             admin = accounts.create_user(session, FIRST_ADMIN, is_admin=True)

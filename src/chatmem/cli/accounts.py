@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
         password = _read_password(password_stdin)
         db = _database()
         try:
-            with db.session() as session:
+            with db.session(write=True) as session:
                 accounts.create_user(session, name, password=password, is_admin=admin)
         finally:
             db.dispose()
@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
         """Print a new API token for a user on stdout (shown once)."""
         db = _database()
         try:
-            with db.session() as session:
+            with db.session(write=True) as session:
                 user = accounts.require_user(session, name)
                 token = accounts.create_api_token(session, user, label="cli")
         finally:

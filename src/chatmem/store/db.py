@@ -65,6 +65,16 @@ class Database:
         if self.dialect == "sqlite":
             _tune_sqlite(self.engine)
         self.sessionmaker: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
+        # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so they
+        # queue on busy_timeout instead of failing with "database is locked" when a read
+        # transaction would have to upgrade after another writer committed.  Readers stay
+        # deferred and never block anybody (WAL).
+        self.write_sessionmaker: sessionmaker[Session] = sessionmaker(
+            self.engine.execution_options(chatmem_begin="IMMEDIATE")
+            if self.dialect == "sqlite"
+            else self.engine,
+            expire_on_commit=False,
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Database:
@@ -75,9 +85,12 @@ class Database:
         return self.dialect == "sqlite"
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        """A unit of work: committed when the block ends normally, rolled back otherwise."""
-        session = self.sessionmaker()
+    def session(self, *, write: bool = False) -> Iterator[Session]:
+        """A unit of work: committed when the block ends normally, rolled back otherwise.
+
+        Pass ``write=True`` when the block writes (on SQLite it then holds the write lock from
+        its first statement, so concurrent writers wait their turn instead of failing)."""
+        session = (self.write_sessionmaker if write else self.sessionmaker)()
         try:
             yield session
             session.commit()
@@ -126,4 +139,5 @@ def _tune_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN")
+        mode = connection.get_execution_options().get("chatmem_begin", "")
+        connection.exec_driver_sql(f"BEGIN {mode}".strip())

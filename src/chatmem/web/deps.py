@@ -2,7 +2,8 @@
 
 - ``SettingsDep`` — the app's :class:`~chatmem.settings.Settings`.
 - ``DatabaseDep`` — the :class:`~chatmem.store.db.Database` on ``app.state.db``.
-- ``DbSession`` — one SQLAlchemy ``Session`` per request, committed when the route returns
+- ``DbSession`` — one SQLAlchemy ``Session`` per request (a writer for non-GET methods),
+  committed when the route returns
   normally and rolled back when it raises (so a refused request writes nothing).  Its exit
   runs before the response is sent (``scope="function"``), so a client never sees an answer
   for a write that was not committed.
@@ -39,8 +40,9 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 DatabaseDep = Annotated[Database, Depends(get_database)]
 
 
-def get_db_session(db: DatabaseDep) -> Iterator[Session]:
-    with db.session() as session:
+def get_db_session(request: Request, db: DatabaseDep) -> Iterator[Session]:
+    # Requests that may write start as writers (see Database.session); reads never block.
+    with db.session(write=request.method not in SAFE_METHODS) as session:
         yield session
 
 
