@@ -133,3 +133,16 @@ def test_concurrent_sqlite_writers_wait_instead_of_failing(tmp_path: Path) -> No
     assert errors == []
     with db.session() as session:
         assert LazyMessages(session, cid, "tokens_estimate").__len__() == 60
+
+
+def test_lazy_messages_random_access_agrees_with_a_list_for_any_page_size(tmp_path: Path) -> None:
+    db = _db(tmp_path)
+    cid = _bulk_conversation(db, 300)
+    expected = [f"m{i}" for i in range(300)]
+    for page_size in (1, 3, 32, 1000):
+        with db.session() as session:
+            lazy = LazyMessages(session, cid, "tokens_estimate", page_size=page_size)
+            for i in (299, 0, 150, 37, -2, 268, 1):
+                assert lazy[i].id == expected[i]
+            assert [m.id for m in reversed(lazy)] == expected[::-1]
+            assert [m.id for m in lazy[10:20:3]] == expected[10:20:3]

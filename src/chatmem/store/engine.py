@@ -2,9 +2,10 @@
 
 :func:`load_engine_conversation` returns a :class:`chatmem.context.Conversation` whose
 ``messages`` is a :class:`LazyMessages` sequence: its length comes from ``min(seq)``/``max(seq)``
-(two index probes) and items are fetched from the database in pages of
-:data:`PAGE_SIZE` on first access, so a plan that walks only the recent tail of a
-10,000-message conversation reads one or two pages, not the history.  It relies on the
+(two index probes) and items are fetched from the database on first access in pages counted
+from the newest message, doubling in size going back (:data:`PAGE_SIZE` first), so a plan
+that walks only the recent tail of a 10,000-message conversation reads one or two small
+pages, not the history.  It relies on the
 ``seq`` invariant in :mod:`chatmem.store.messages` (contiguous but for a deleted prefix) and
 falls back to an explicit seq list if it ever finds a gap.  The sequence reads through the
 session it was given: plan while that session is open.
@@ -28,7 +29,7 @@ from chatmem.context.values import Summary as EngineSummary
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.store.tokens import column_for
 
-PAGE_SIZE = 256
+PAGE_SIZE = 32  # the newest page; older pages double in size
 
 
 def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
@@ -119,9 +120,21 @@ class LazyMessages(Sequence[EngineMessage]):
             Message.tool_call_id,
         )
 
+    # Pages are counted from the newest message and double in size going back (32, 64, 128 …
+    # with the default first page): a plan that needs the last 40 messages converts ~100 rows,
+    # one that walks far back still needs only O(log n) queries.
+
+    def _page_of(self, index: int) -> int:
+        from_end = self._length - 1 - index
+        return (from_end // self._page_size + 1).bit_length() - 1
+
+    def _bounds(self, page: int) -> tuple[int, int]:
+        stop = self._length - self._page_size * ((1 << page) - 1)
+        start = max(0, self._length - self._page_size * ((1 << (page + 1)) - 1))
+        return start, stop
+
     def _load_page(self, page: int) -> list[EngineMessage]:
-        start = page * self._page_size
-        stop = min(start + self._page_size, self._length)
+        start, stop = self._bounds(page)
         stmt = select(*self._columns()).where(Message.conversation_id == self._conversation_id)
         if self._seqs is None:
             stmt = stmt.where(Message.seq >= self._first + start, Message.seq < self._first + stop)
@@ -164,8 +177,8 @@ class LazyMessages(Sequence[EngineMessage]):
             index += self._length
         if not 0 <= index < self._length:
             raise IndexError(index)
-        page, offset = divmod(index, self._page_size)
-        return self._page(page)[offset]
+        page = self._page_of(index)
+        return self._page(page)[index - self._bounds(page)[0]]
 
     def __iter__(self) -> Iterator[EngineMessage]:
         i = 0
