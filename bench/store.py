@@ -221,7 +221,7 @@ def bench_append_and_plan() -> None:
         count = 1000
         started = time.perf_counter()
         for i in range(count):
-            with db.session() as session:
+            with db.session(write=True) as session:
                 conversation = session.get(Conversation, cid)
                 assert conversation is not None
                 append_message(

@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Response
 
-from chatmem.errors import NotFound
+from chatmem.errors import InvalidInput, NotFound
 from chatmem.store import conversations as store
-from chatmem.store.engine import profile_visible
+from chatmem.store.engine import engine_profile_for, profile_visible
 from chatmem.store.quotas import Limits
 from chatmem.web.api.schemas import Body, conversation_public, evicted_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
@@ -89,6 +89,12 @@ def update_conversation(
     if "profile_id" in changes:
         _check_profile(session, user, changes["profile_id"])
     store.update_conversation(session, user, conversation, changes)
+    if (
+        changes.get("mode") not in (None, "off")
+        and engine_profile_for(session, conversation).stateless
+    ):
+        # CTX-7: the request is rolled back with the error, so nothing above sticks.
+        raise InvalidInput("This model does not remember previous messages; its mode stays off.")
     return conversation_public(
         conversation, message_count=store.message_count(session, conversation.id)
     )
