@@ -178,7 +178,7 @@ def test_ctx6_window_truncates_an_oversize_message_with_the_exact_marker() -> No
     assert len(content) == 8_000
     dropped = int(re.search(r"\[… (\d+) characters omitted …\]$", content).group(1))
     assert content.startswith("w" * (10_000 - dropped))
-    assert 10_000 - dropped == content.index(" [")
+    assert 10_000 - dropped == content.index("[…")
     assert result.status == {"a": "out_of_memory", "b": "in_memory"}
 
 

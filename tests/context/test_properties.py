@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from chatmem.context import Conversation, Message, Mode, Profile, Summary, ToolCall, plan
 
-MARKER = re.compile(r" \[… (\d+) characters omitted …\]$")
+MARKER = re.compile(r"\[… (\d+) characters omitted …\]$")
 MODES: tuple[Mode, ...] = ("off", "economy", "full", "window")
 
 
@@ -131,3 +131,24 @@ def test_in_memory_statuses_match_what_is_sent(
     in_memory = [k for k, v in result.status.items() if v == "in_memory"]
     history = [m for m in result.messages if m["role"] != "system"]
     assert len(in_memory) == len(history)
+
+
+@settings(max_examples=100, deadline=None)
+@given(conversations(), profiles, modes, st.data())
+def test_the_turn_in_progress_is_always_sent(
+    data: tuple[Conversation, dict[str, str]], profile: Profile, mode: Mode, pick: st.DataObject
+) -> None:
+    """TURN-5/CTX-13: every message of the turn in progress is sent in every mode."""
+    conversation = Conversation(messages=data[0].messages)
+    users = [i for i, m in enumerate(conversation.messages) if m.role == "user"]
+    if not users:
+        return
+    start = pick.draw(st.sampled_from(users))
+    turn = conversation.messages[start:]
+    result = plan(conversation, profile, mode=mode, turn_start=turn[0].id)
+    sent = [m["content"] for m in result.messages]
+    for m in turn:
+        if result.status[m.id] == "in_memory" and not m.tool_calls:
+            assert m.content in sent
+    assert result.status[turn[0].id] == "in_memory"
+    assert all(result.status[m.id] != "excluded" for m in turn)

@@ -24,7 +24,6 @@ from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer
 from chatmem.context.values import Message, MessageStatus, Profile
 
 TRUNCATION_MARKER = "[… {dropped} characters omitted …]"
-_MARKER_SEPARATOR = " "
 
 
 def window_units(
@@ -70,7 +69,7 @@ def truncate(text: str, budget: int) -> str | None:
     does not fit.  The marker states exactly how many characters were dropped."""
     dropped = len(text) - budget  # a first guess, corrected for the marker's own length
     for _ in range(4):
-        marker = _MARKER_SEPARATOR + TRUNCATION_MARKER.format(dropped=dropped)
+        marker = TRUNCATION_MARKER.format(dropped=dropped)
         keep = budget - len(marker)
         if keep < 0:
             return None
