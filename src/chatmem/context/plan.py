@@ -210,7 +210,7 @@ def plan(
     ``draft`` is the message being typed (counted as the newest user message; it has no
     status).  ``turn_start`` is the id of the first stored message of a turn in progress:
     it and everything after it are always sent."""
-    return _plan(conversation, profile, mode, draft, turn_start, tokenizer)[0]
+    return _plan(conversation, profile, mode, draft, turn_start, tokenizer)
 
 
 def _plan(
@@ -221,7 +221,7 @@ def _plan(
     turn_start: str | None,
     tokenizer: Tokenizer | None,
     focus: str | None = None,
-) -> tuple[Plan, _Fold | None]:
+) -> Plan:
     tok = tokenizer if tokenizer is not None else get_tokenizer(profile.tokenizer)
     mode = effective_mode(profile, requested)
     messages = conversation.messages
@@ -265,7 +265,6 @@ def _plan(
         chosen, window_sent_tail, turn_statuses, turn_tokens, draft_tokens = assemble_window(
             messages, history_stop, draft, profile, tok, tokens_of
         )
-        fixed = instructions_tokens + tools_tokens + pinned_tokens + draft_tokens
     else:
         chosen = select_pairs(
             messages,
@@ -351,7 +350,7 @@ def _plan(
         summary_through=summary.through if summary is not None else None,
         boundary=chosen.boundary,
     )
-    result = Plan(
+    return Plan(
         mode=mode,
         fits=fits,
         messages=tuple(sent),
@@ -364,7 +363,6 @@ def _plan(
         ),
         price=price,
     )
-    return result, fold
 
 
 def _fold(
@@ -427,7 +425,7 @@ def compaction_request(
     the last summary.  ``focus`` is passed to the summariser either way."""
     tok = tokenizer if tokenizer is not None else get_tokenizer(profile.tokenizer)
     if not manual:
-        return _plan(conversation, profile, mode, None, None, tok, focus)[0].compaction.request
+        return _plan(conversation, profile, mode, None, None, tok, focus).compaction.request
     messages = conversation.messages
     summary = conversation.summary
     walker = PairWalker(
