@@ -18,8 +18,8 @@ calls and results so far, TURN-5/CTX-13) and the draft are not history: they are
     :func:`full_threshold` — min(:data:`FULL_THRESHOLD_FRACTION` x window,
     :data:`FULL_THRESHOLD_CAP`) — everything but the last ``Profile.full_keep_last``
     messages (cut at a pair boundary, never inside the last complete pair) is folded, but only
-    when that saves at least :data:`MIN_UNLOAD_FRACTION` of the request ("noticeably
-    unloads") or when the request would not fit the window at all (:func:`full_cut`).
+    when that saves at least :data:`MIN_UNLOAD_FRACTION` of the request, counting the new
+    summary's maximum length against the saving ("noticeably unloads") or when the request would not fit the window at all (:func:`full_cut`).
 ``window`` (CTX-6)
     No summary.  The newest messages, at most N (``Profile.window_messages``, counting the
     current one) and C characters (``Profile.window_chars``), newest to oldest.  A message

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem.context.compaction import (
+    SUMMARY_OUTPUT_TOKENS,
     CompactionRequest,
     build_request,
     summary_message,
@@ -324,7 +325,7 @@ def _plan(
         window=window,
     )
 
-    fold = _fold(mode, chosen, profile, history_stop, used, conversation, messages)
+    fold = _fold(mode, chosen, profile, history_stop, used, summary_tok, conversation, messages)
     threshold = full_threshold(profile)
     request = None
     if fold is not None:
@@ -371,6 +372,7 @@ def _fold(
     profile: Profile,
     history_stop: int,
     used: int,
+    summary_tok: int,
     conversation: Conversation,
     messages: Sequence[Message],
 ) -> _Fold | None:
@@ -383,8 +385,10 @@ def _fold(
             return None
         cut = full_cut(chosen, profile, history_stop)
         if cut is not None and not chosen.overflow:
+            # the saving is what leaves the request, less the longer summary that replaces it
             folded = sum(p.tokens for p in chosen.pairs if p.start < cut)
-            if folded < MIN_UNLOAD_FRACTION * used:
+            saved = folded + summary_tok - SUMMARY_OUTPUT_TOKENS
+            if saved < MIN_UNLOAD_FRACTION * used:
                 return None  # folding would not noticeably unload the request
     else:
         return None
