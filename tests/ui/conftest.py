@@ -11,7 +11,6 @@ from tests.conftest import skip_or_fail
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PASSWORD, ConsoleErrors, Server, start_server
 
-pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")

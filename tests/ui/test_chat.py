@@ -12,6 +12,8 @@ from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import Server, make_conversation, make_profile
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def profiles(server: Server, model: FakeModelServer) -> dict[str, dict[str, Any]]:

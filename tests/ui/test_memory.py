@@ -15,6 +15,8 @@ from tests.ui.harness import ARTIFACTS, Server, make_conversation, make_profile
 
 DOCS = ARTIFACTS.parent.parent / "docs" / "screenshots"
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def profiles(server: Server, model: FakeModelServer) -> dict[str, dict[str, Any]]:

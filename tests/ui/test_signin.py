@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.ui.conftest import sign_in
 from tests.ui.harness import Server
+
+pytestmark = pytest.mark.browser
 
 
 def test_unauthenticated_visit_shows_sign_in_and_wrong_password_is_refused(

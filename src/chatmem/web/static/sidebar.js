@@ -18,7 +18,10 @@
   const state = { q: "", folder: "", cursor: null, offset: 0, done: false, loading: false, generation: 0, current: layout.dataset.conversationId || "", folders: [] };
 
   function conversationItem(c) {
-    const link = el("a", { href: "/c/" + c.id, "data-id": c.id }, [el("span", { class: "title", text: c.title || "Untitled" })]);
+    const link = el("a", { href: "/c/" + c.id, "data-id": c.id }, [
+      c.pinned ? el("span", { class: "pin-mark", title: "Pinned" }, [el("span", { class: "visually-hidden", text: "Pinned: " })]) : null,
+      el("span", { class: "title", text: c.title || "Untitled" }),
+    ]);
     if (c.id === state.current) link.setAttribute("aria-current", "page");
     const snippet = c.snippet || c.match;
     const li = el("li", { class: c.pinned ? "pinned" : "", "data-id": c.id }, [link]);
@@ -104,7 +107,7 @@
     const keep = folderList.firstElementChild;
     folderList.replaceChildren(keep);
     for (const f of state.folders) {
-      const button = el("button", { type: "button", class: "folder-filter", "data-folder": f.id, "aria-pressed": String(state.folder === f.id), text: "📁 " + f.name });
+      const button = el("button", { type: "button", class: "folder-filter", "data-folder": f.id, "aria-pressed": String(state.folder === f.id), text: f.name });
       const remove = el("button", { type: "button", class: "icon-button", "aria-label": "Delete folder " + f.name, text: "×" });
       remove.addEventListener("click", async () => {
         if (!confirm("Delete the folder “" + f.name + "”? Its chats stay.")) return;
