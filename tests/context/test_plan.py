@@ -516,3 +516,34 @@ def test_ctx16_auto_files_count_toward_the_budget_with_their_message() -> None:
     assert result.files == {"f": "out_of_memory"}
     assert result.status["m0"] == "out_of_memory" and result.status["m2"] == "in_memory"
     assert result.tokens.used <= 1_000
+
+
+def test_ctx6_the_draft_is_always_sent_even_with_a_tiny_budget() -> None:
+    tiny = Profile(window_chars=10)
+    result = plan(conv(pairs(2)), tiny, mode="window", draft="a fairly long question here")
+    assert result.messages == ({"role": "user", "content": "[… 27 characters omitted …]"},)
+    none = Profile(window_messages=0)
+    result = plan(conv(pairs(2)), none, mode="window", draft="short")
+    assert result.messages == ({"role": "user", "content": "short"},)
+    assert set(result.status.values()) == {"out_of_memory"}
+    result = plan(
+        conv(pairs(2)), Profile(window_messages=0, window_chars=40), mode="window", draft="b" * 100
+    )
+    assert result.messages[0]["content"] == "b" * 13 + "[… 87 characters omitted …]"
+
+
+def test_ctx9_compaction_cuts_a_first_pair_larger_than_the_summariser_window() -> None:
+    history = [
+        Message("u", "user", "word " * 20_000, tokens=20_004),
+        Message("a", "assistant", "ok", tokens=5),
+        *pairs(2, start=10),
+    ]
+    profile = Profile(context_window=8_192, summarizer_prices=Prices(1.0, 1.0))
+    c = conv(history, summary=None)
+    request = compaction_request(c, profile, mode="full", manual=True)
+    assert request is not None and request.first_id == "u" and request.through == "m11"
+    assert "characters omitted" in request.prompt[1]["content"]
+    assert request.input_tokens < 8_192
+    summary = Summary("S", through="a", tokens=7)
+    request = compaction_request(conv(history, summary=summary), profile, mode="full", manual=True)
+    assert request is None  # one complete pair after the summary: nothing to compress yet

@@ -188,10 +188,15 @@ def assemble_window(
     budget = WindowBudget.for_profile(profile)
     tail: list[dict[str, Any]] = []
     draft_tokens = 0
-    if draft:
+    if draft:  # the current message is always sent, cut to C if it alone is longer
         text = take_window_text(draft, budget)
-        if text is None:  # N = 0: the current message is still sent, cut to C
-            text = draft
+        if text is None:  # N < 1, or C shorter than the marker itself
+            budget.stopped = True
+            if len(draft) <= budget.full_chars:
+                text = draft
+            else:  # at worst the bare marker: it says everything was dropped
+                marker = TRUNCATION_MARKER.format(dropped=len(draft))
+                text = truncate(draft, budget.full_chars) or marker
         tail.append({"role": "user", "content": text})
         draft_tokens = MESSAGE_OVERHEAD + tok.count(text)
     turn_statuses: list[MessageStatus] = []
