@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from tests.conftest import skip_or_fail
 from tests.support.model_server import FakeModelServer
-from tests.ui.harness import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PASSWORD, ConsoleErrors, Server, start_server
-
+from tests.ui.harness import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    PASSWORD,
+    ConsoleErrors,
+    Server,
+    start_server,
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +69,9 @@ def page(browser: Any, console: ConsoleErrors, request: pytest.FixtureRequest) -
         yield pg
     finally:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        try:
+        # The page may be gone after a failure; the screenshot is a bonus.
+        with contextlib.suppress(Exception):
             pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
-        except Exception:  # the page may be gone after a failure; the screenshot is a bonus
-            pass
         context.close()
     assert console.unexpected() == [], "console errors in the page"
 

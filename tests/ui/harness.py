@@ -45,7 +45,12 @@ def free_port() -> int:
 def _chatmem(env: dict[str, str], *args: str, stdin: str = "") -> str:
     done = subprocess.run(
         [sys.executable, "-m", "chatmem", *args],
-        input=stdin, env=env, capture_output=True, text=True, timeout=60, check=False,
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(f"chatmem {' '.join(args)} failed: {done.stderr.strip()}")
@@ -64,8 +69,15 @@ class Server:
     tokens: dict[str, str] = field(default_factory=dict)
 
     def add_user(self, name: str, *, admin: bool = False) -> None:
-        _chatmem(self.env, "user", "add", name, "--password-stdin", *(["--admin"] if admin else []),
-                 stdin=PASSWORD + "\n")
+        _chatmem(
+            self.env,
+            "user",
+            "add",
+            name,
+            "--password-stdin",
+            *(["--admin"] if admin else []),
+            stdin=PASSWORD + "\n",
+        )
         self.tokens[name] = _chatmem(self.env, "token", "create", name).strip()
 
     def api(self, name: str) -> httpx.Client:
@@ -97,7 +109,10 @@ def start_server(state_dir: Path, **extra_env: str) -> Server:
     log = log_path.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "chatmem", "serve"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -140,16 +155,20 @@ class ConsoleErrors:
         # "Failed to load resource" does not name the URL: record failed responses beside it.
         page.on(
             "response",
-            lambda r: self.errors.append(f"HTTP {r.status} {r.request.method} {r.url}")
-            if r.status >= 400
-            else None,
+            lambda r: (
+                self.errors.append(f"HTTP {r.status} {r.request.method} {r.url}")
+                if r.status >= 400
+                else None
+            ),
         )
 
     def unexpected(self) -> list[str]:
         """Errors not allowed; a failed load counts once, through its ``HTTP …`` line."""
         return [
-            e for e in self.errors
-            if not e.startswith("Failed to load resource") and not any(re.search(p, e) for p in self.allowed)
+            e
+            for e in self.errors
+            if not e.startswith("Failed to load resource")
+            and not any(re.search(p, e) for p in self.allowed)
         ]
 
 
@@ -157,9 +176,17 @@ def iter_lines(text: str) -> Iterator[str]:
     yield from (line for line in text.splitlines() if line.strip())
 
 
-def make_profile(api: httpx.Client, base_url: str, name: str = "Fake model", **fields: Any) -> dict[str, Any]:
+def make_profile(
+    api: httpx.Client, base_url: str, name: str = "Fake model", **fields: Any
+) -> dict[str, Any]:
     """A model profile pointing at the fake model server."""
-    body = {"name": name, "base_url": base_url, "model": "fake-model", "api_key": "sk-test-123", **fields}
+    body = {
+        "name": name,
+        "base_url": base_url,
+        "model": "fake-model",
+        "api_key": "sk-test-123",
+        **fields,
+    }
     response = api.post("/api/v1/profiles", json=body)
     assert response.status_code == 201, response.text
     return dict(response.json())
@@ -173,7 +200,13 @@ def make_conversation(
     assert c.status_code == 201, c.text
     conversation = dict(c.json())
     for i in range(pairs):
-        for role, text in (("user", f"Question {i}: tell me about topic {i}."), ("assistant", f"Answer {i}: topic {i} is interesting.")):
-            r = api.post(f"/api/v1/conversations/{conversation['id']}/messages", json={"role": role, "content": text})
+        for role, text in (
+            ("user", f"Question {i}: tell me about topic {i}."),
+            ("assistant", f"Answer {i}: topic {i} is interesting."),
+        ):
+            r = api.post(
+                f"/api/v1/conversations/{conversation['id']}/messages",
+                json={"role": role, "content": text},
+            )
             assert r.status_code == 201, r.text
     return conversation

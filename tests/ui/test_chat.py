@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import Server, make_conversation, make_profile
 
@@ -86,40 +85,70 @@ def test_switching_models_mid_conversation_and_stateless_models_lock_the_mode(
         expect(alice.locator("#counter-text")).not_to_have_text("–")
         mode = alice.get_by_label("Memory", exact=True)
         expect(mode).to_be_enabled()
-        expect(mode.locator("option")).to_have_text(["No memory", "Economy", "Everything", "Recent messages"])
+        expect(mode.locator("option")).to_have_text(
+            ["No memory", "Economy", "Everything", "Recent messages"]
+        )
         with alice.expect_response(lambda r: r.request.method == "PATCH"):
             mode.select_option(label="Economy")
         assert api.get(f"/api/v1/conversations/{c['id']}").json()["mode"] == "economy"
         with alice.expect_response(lambda r: r.request.method == "PATCH"):
             alice.get_by_label("Model").select_option(label="Second model · fake-model")
-        assert api.get(f"/api/v1/conversations/{c['id']}").json()["profile_id"] == profiles["other"]["id"]
+        assert (
+            api.get(f"/api/v1/conversations/{c['id']}").json()["profile_id"]
+            == profiles["other"]["id"]
+        )
         expect(alice.locator("#counter-text")).to_contain_text("/ 66K")
         with alice.expect_response(lambda r: r.request.method == "PATCH"):
             alice.get_by_label("Model").select_option(label="Forgetful model · fake-model")
         expect(mode).to_be_disabled()
         expect(mode).to_have_value("off")
-        expect(alice.locator("#mode-note")).to_have_text("This model does not remember previous messages")
+        expect(alice.locator("#mode-note")).to_have_text(
+            "This model does not remember previous messages"
+        )
         alice.locator("#counter").click()
         dialog = alice.get_by_role("dialog")
-        expect(dialog.locator("#mw-stateless")).to_have_text("This model does not remember previous messages")
+        expect(dialog.locator("#mw-stateless")).to_have_text(
+            "This model does not remember previous messages"
+        )
         expect(dialog.get_by_role("link", name="Change")).to_be_hidden()
 
 
 def _export_with(messages: int) -> bytes:
     rows = [
-        {"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant", "content": f"Message number {i}",
-         "excluded": False, "created_at": "2026-11-30T10:00:00Z"}
+        {
+            "id": f"m{i}",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"Message number {i}",
+            "excluded": False,
+            "created_at": "2026-11-30T10:00:00Z",
+        }
         for i in range(messages)
     ]
-    doc = {"format": "chatmem.export/1", "conversations": [{
-        "id": "long1", "title": "A very long conversation", "folder": None, "pinned": False,
-        "mode": "full", "summary": None, "messages": rows, "files": []}]}
+    doc = {
+        "format": "chatmem.export/1",
+        "conversations": [
+            {
+                "id": "long1",
+                "title": "A very long conversation",
+                "folder": None,
+                "pinned": False,
+                "mode": "full",
+                "summary": None,
+                "messages": rows,
+                "files": [],
+            }
+        ],
+    }
     return json.dumps(doc).encode()
 
 
 def test_long_conversations_render_incrementally(alice: Any, server: Server, profiles: Any) -> None:
     with server.api("alice") as api:
-        result = api.post("/api/v1/import", content=_export_with(650), headers={"Content-Type": "application/json"})
+        result = api.post(
+            "/api/v1/import",
+            content=_export_with(650),
+            headers={"Content-Type": "application/json"},
+        )
         assert result.status_code == 200, result.text
         cid = result.json()["conversation_ids"][0]
     alice.goto(server.url + "/c/" + cid)
@@ -143,10 +172,20 @@ def test_tool_calls_and_results_are_shown(alice: Any, server: Server, profiles: 
         c = make_conversation(api, profiles["main"]["id"], title="Tools")
         path = f"/api/v1/conversations/{c['id']}/messages"
         api.post(path, json={"role": "user", "content": "Search for cats"}).raise_for_status()
-        api.post(path, json={"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call1", "name": "search", "arguments": '{"q": "cats"}'}]}).raise_for_status()
-        api.post(path, json={"role": "tool", "content": "3 results about cats", "tool_call_id": "call1"}).raise_for_status()
-        api.post(path, json={"role": "assistant", "content": "I found 3 results."}).raise_for_status()
+        api.post(
+            path,
+            json={
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "call1", "name": "search", "arguments": '{"q": "cats"}'}],
+            },
+        ).raise_for_status()
+        api.post(
+            path, json={"role": "tool", "content": "3 results about cats", "tool_call_id": "call1"}
+        ).raise_for_status()
+        api.post(
+            path, json={"role": "assistant", "content": "I found 3 results."}
+        ).raise_for_status()
     alice.goto(server.url + "/c/" + c["id"])
     call = alice.locator(".tool-call")
     expect(call.locator("summary")).to_have_text("Tool call: search")

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import ARTIFACTS, Server, make_conversation, make_profile
 
@@ -22,9 +21,23 @@ pytestmark = pytest.mark.browser
 def profiles(server: Server, model: FakeModelServer) -> dict[str, dict[str, Any]]:
     with server.api("alice") as api:
         return {
-            "paid": make_profile(api, model.base_url, "Paid model", context_window=16384, answer_reserve=1024,
-                                 input_price_per_mtok=3.0, output_price_per_mtok=15.0),
-            "free": make_profile(api, model.base_url, "Free model", context_window=16384, answer_reserve=1024, free=True),
+            "paid": make_profile(
+                api,
+                model.base_url,
+                "Paid model",
+                context_window=16384,
+                answer_reserve=1024,
+                input_price_per_mtok=3.0,
+                output_price_per_mtok=15.0,
+            ),
+            "free": make_profile(
+                api,
+                model.base_url,
+                "Free model",
+                context_window=16384,
+                answer_reserve=1024,
+                free=True,
+            ),
         }
 
 
@@ -34,7 +47,9 @@ def _open(page: Any, server: Server, conversation: dict[str, Any]) -> None:
     expect(page.locator("#counter-text")).not_to_have_text("–")
 
 
-def test_ctx17_counter_follows_the_draft_with_three_levels(alice: Any, server: Server, profiles: Any) -> None:
+def test_ctx17_counter_follows_the_draft_with_three_levels(
+    alice: Any, server: Server, profiles: Any
+) -> None:
     with server.api("alice") as api:
         c = make_conversation(api, profiles["paid"]["id"], pairs=1, title="Counter")
     _open(alice, server, c)
@@ -72,10 +87,25 @@ def test_ctx18_memory_window_shows_every_row_price_threshold_and_mode(
     expect(dialog.locator("#mw-used")).to_have_text(re.compile(r"^Used ≈ [\d,]+ of 16,384 tokens$"))
     expect(dialog.locator("#mw-percent")).to_have_text(re.compile(r"^\d+%$"))
     rows = dialog.locator("#mw-breakdown th")
-    expect(rows).to_have_text(["Instructions", "Tools", "Summary", "Messages", "Files", "Images", "Free", "Answer reserve"])
+    expect(rows).to_have_text(
+        [
+            "Instructions",
+            "Tools",
+            "Summary",
+            "Messages",
+            "Files",
+            "Images",
+            "Free",
+            "Answer reserve",
+        ]
+    )
     expect(dialog.locator("tr[data-key=reserve] td")).to_have_text("1,024")
-    expect(dialog.locator("#mw-price")).to_have_text(re.compile(r"^Next request ≈ \$[\d.]+ \+ answer$"))
-    expect(dialog.locator("#mw-threshold")).to_have_text(re.compile(r"^Auto-compress from \d+(\.\d)?K$"))
+    expect(dialog.locator("#mw-price")).to_have_text(
+        re.compile(r"^Next request ≈ \$[\d.]+ \+ answer$")
+    )
+    expect(dialog.locator("#mw-threshold")).to_have_text(
+        re.compile(r"^Auto-compress from \d+(\.\d)?K$")
+    )
     expect(dialog.locator("#mw-mode-line")).to_contain_text("Mode: Everything")
     expect(dialog.get_by_role("button", name=re.compile(r"^Compress now · ≈ \$"))).to_be_visible()
     DOCS.mkdir(parents=True, exist_ok=True)
@@ -90,7 +120,9 @@ def test_ctx14_messages_out_of_memory_are_dimmed_and_the_label_opens_the_window(
     alice: Any, server: Server, profiles: Any
 ) -> None:
     with server.api("alice") as api:
-        c = make_conversation(api, profiles["paid"]["id"], pairs=2, title="No memory chat", mode="off")
+        c = make_conversation(
+            api, profiles["paid"]["id"], pairs=2, title="No memory chat", mode="off"
+        )
     _open(alice, server, c)
     messages = alice.locator("#messages > .message")
     expect(messages).to_have_count(4)
@@ -115,7 +147,9 @@ def test_ctx15_excluding_a_pair_dims_it_and_including_restores_it(
     first_question = alice.locator("#messages > .message.role-user").first
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(0)
     first_question.get_by_role("button", name="Exclude from memory").click()
-    expect(alice.locator("#messages > .message.dimmed")).to_have_count(2)  # the question and its answer
+    expect(alice.locator("#messages > .message.dimmed")).to_have_count(
+        2
+    )  # the question and its answer
     expect(first_question.get_by_role("button", name="Out of memory")).to_be_visible()
     expect(first_question.locator(".excluded-label")).to_be_visible()
     first_question.get_by_role("button", name="Include in memory").click()
@@ -137,7 +171,9 @@ def test_ctx10_ctx11_compress_now_with_focus_price_marker_and_refusal(
     button.click()
     expect(dialog.locator("#compress-result")).to_contain_text("Done")
     marker = alice.locator(".compaction-marker")
-    expect(marker.locator(".compaction-text")).to_have_text(re.compile(r"^Memory compressed — \d+ earlier messages summarised$"))
+    expect(marker.locator(".compaction-text")).to_have_text(
+        re.compile(r"^Memory compressed — \d+ earlier messages summarised$")
+    )
     assert "the numbers" in str(model.chat_requests[-1].messages)
     alice.keyboard.press("Escape")
     expect(alice.locator("#messages > .message.dimmed").first).to_be_visible()
@@ -157,7 +193,13 @@ def test_ctx16_files_show_tokens_and_can_be_pinned_excluded_included(
         c = make_conversation(api, profiles["paid"]["id"], pairs=1, title="Files")
     _open(alice, server, c)
     alice.locator("#attach-file").set_input_files(
-        files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": ("a line of notes\n" * 200).encode()}]
+        files=[
+            {
+                "name": "notes.txt",
+                "mimeType": "text/plain",
+                "buffer": ("a line of notes\n" * 200).encode(),
+            }
+        ]
     )
     expect(alice.locator("#attachments .chip")).to_contain_text("notes.txt ·")
     alice.locator("#counter").click()

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import Server, json_items, make_conversation, make_profile
 
@@ -57,7 +56,9 @@ def test_profiles_page_shows_refused_endpoints(alice: Any, server: Server, conso
     expect(alice.locator("#profile-list li", has_text="Bad")).to_have_count(0)
 
 
-def test_arch1_archive_is_read_only_restores_and_deletes(alice: Any, server: Server, model: FakeModelServer) -> None:
+def test_arch1_archive_is_read_only_restores_and_deletes(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
     with server.api("alice") as api:
         profile = make_profile(api, model.base_url, "Archive model")
         keep = make_conversation(api, profile["id"], pairs=2, title="Old project notes")
@@ -109,12 +110,30 @@ def test_store5_export_downloads_and_import_shows_progress(
     assert doc["format"] == "chatmem.export/1"
     assert "Exported chat" in [c["title"] for c in doc["conversations"]]
     # Import a new conversation (a bigger file, so the upload reports progress).
-    doc = {"format": "chatmem.export/1", "conversations": [{
-        "id": "imp1", "title": "Imported from elsewhere", "folder": "Imports", "pinned": True,
-        "mode": "economy", "summary": None, "files": [],
-        "messages": [{"id": f"x{i}", "role": "user" if i % 2 == 0 else "assistant",
-                      "content": f"imported message {i} " + "padding " * 200, "excluded": False,
-                      "created_at": "2026-11-30T10:00:00Z"} for i in range(200)]}]}
+    doc = {
+        "format": "chatmem.export/1",
+        "conversations": [
+            {
+                "id": "imp1",
+                "title": "Imported from elsewhere",
+                "folder": "Imports",
+                "pinned": True,
+                "mode": "economy",
+                "summary": None,
+                "files": [],
+                "messages": [
+                    {
+                        "id": f"x{i}",
+                        "role": "user" if i % 2 == 0 else "assistant",
+                        "content": f"imported message {i} " + "padding " * 200,
+                        "excluded": False,
+                        "created_at": "2026-11-30T10:00:00Z",
+                    }
+                    for i in range(200)
+                ],
+            }
+        ],
+    }
     upload = tmp_path / "import.json"
     upload.write_text(json.dumps(doc))
     alice.evaluate("""() => { window.__progress = [];
@@ -123,17 +142,25 @@ def test_store5_export_downloads_and_import_shows_progress(
     alice.locator("#import-file").set_input_files(str(upload))
     expect(alice.locator("#import-result")).to_have_text("Imported 1 conversation.")
     assert False in alice.evaluate("window.__progress"), "the progress bar was shown"
-    expect(alice.locator("#conversation-list > li").first).to_contain_text("Imported from elsewhere")
+    expect(alice.locator("#conversation-list > li").first).to_contain_text(
+        "Imported from elsewhere"
+    )
     expect(alice.get_by_role("button", name="Imports", exact=True)).to_be_visible()
     # The same file again creates no duplicate.
     alice.locator("#import-file").set_input_files(str(upload))
-    expect(alice.locator("#import-result")).to_contain_text("Imported 0 conversations. 1 already present.")
+    expect(alice.locator("#import-result")).to_contain_text(
+        "Imported 0 conversations. 1 already present."
+    )
     with server.api("alice") as api:
-        titles = [c["title"] for c in json_items(api.get("/api/v1/conversations?q=Imported").json())]
+        titles = [
+            c["title"] for c in json_items(api.get("/api/v1/conversations?q=Imported").json())
+        ]
     assert titles.count("Imported from elsewhere") == 1
 
 
-def test_store5_a_malformed_import_is_refused_clearly(alice: Any, tmp_path: Path, console: Any) -> None:
+def test_store5_a_malformed_import_is_refused_clearly(
+    alice: Any, tmp_path: Path, console: Any
+) -> None:
     console.allow("4[0-9][0-9]")
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something else"}')

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-
 from tests.support.model_server import FakeModelServer
 from tests.ui.conftest import sign_in
 from tests.ui.harness import ARTIFACTS, Server, make_conversation, make_profile, start_server
@@ -54,8 +53,12 @@ def test_store4_evicted_conversations_are_counted_and_shown(
     )
 
 
-def test_phone_width_dark_mode_and_the_chat_screenshot(browser: Any, server: Server, chat: Any, console: Any) -> None:
-    context = browser.new_context(viewport={"width": 390, "height": 800}, color_scheme="dark", is_mobile=True, has_touch=True)
+def test_phone_width_dark_mode_and_the_chat_screenshot(
+    browser: Any, server: Server, chat: Any, console: Any
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 390, "height": 800}, color_scheme="dark", is_mobile=True, has_touch=True
+    )
     page = context.new_page()
     console.attach(page)
     try:
@@ -97,7 +100,9 @@ def test_keyboard_only_use_with_visible_focus(alice: Any, server: Server, chat: 
     expect(alice.get_by_role("dialog")).to_be_hidden()
 
 
-def test_readme_chat_screenshot_shows_the_counter_and_dimmed_pair(alice: Any, server: Server, chat: Any) -> None:
+def test_readme_chat_screenshot_shows_the_counter_and_dimmed_pair(
+    alice: Any, server: Server, chat: Any
+) -> None:
     alice.set_viewport_size({"width": 1280, "height": 760})
     alice.goto(server.url + "/c/" + chat["id"])
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(2)

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-
-from tests.ui.harness import Server, json_items
+from tests.ui.harness import Server
 
 MANY = 130  # more than two pages of 50
 
@@ -27,11 +26,15 @@ def many(server: Server) -> dict[str, str]:
             f"/api/v1/conversations/{ids['Chat number 007']}/messages",
             json={"role": "user", "content": "Plans for the zanzibar trip"},
         ).raise_for_status()
-        api.patch(f"/api/v1/conversations/{ids['Chat number 003']}", json={"pinned": True}).raise_for_status()
+        api.patch(
+            f"/api/v1/conversations/{ids['Chat number 003']}", json={"pinned": True}
+        ).raise_for_status()
     return ids
 
 
-def test_pinned_conversation_comes_first_and_paging_loads_everything(alice: Any, many: dict[str, str]) -> None:
+def test_pinned_conversation_comes_first_and_paging_loads_everything(
+    alice: Any, many: dict[str, str]
+) -> None:
     items = alice.locator("#conversation-list > li")
     expect(items.first).to_contain_text("Chat number 003")
     expect(items.first).to_have_class("pinned")
@@ -47,7 +50,9 @@ def test_pinned_conversation_comes_first_and_paging_loads_everything(alice: Any,
     assert len(set(titles)) == MANY
 
 
-def test_search_finds_titles_and_message_content(alice: Any, server: Server, many: dict[str, str]) -> None:
+def test_search_finds_titles_and_message_content(
+    alice: Any, server: Server, many: dict[str, str]
+) -> None:
     alice.get_by_placeholder("Search chats").fill("zanzibar")
     items = alice.locator("#conversation-list > li")
     expect(items).to_have_count(1)
@@ -61,7 +66,9 @@ def test_search_finds_titles_and_message_content(alice: Any, server: Server, man
     expect(items.first).to_contain_text("Chat number 003")
 
 
-def test_folders_filter_the_list_and_a_chat_can_be_moved(alice: Any, server: Server, many: dict[str, str]) -> None:
+def test_folders_filter_the_list_and_a_chat_can_be_moved(
+    alice: Any, server: Server, many: dict[str, str]
+) -> None:
     alice.once("dialog", lambda d: d.accept("Work"))
     alice.get_by_role("button", name="New folder").click()
     folder_button = alice.get_by_role("button", name="Work", exact=True)
@@ -80,9 +87,13 @@ def test_folders_filter_the_list_and_a_chat_can_be_moved(alice: Any, server: Ser
     expect(items.first).to_contain_text("Chat number 003")
 
 
-def test_opening_a_conversation_marks_it_current(alice: Any, many: dict[str, str], server: Server) -> None:
+def test_opening_a_conversation_marks_it_current(
+    alice: Any, many: dict[str, str], server: Server
+) -> None:
     alice.goto(server.url + "/c/" + many["Chat number 010"])
     expect(alice.locator("#chat-title")).to_have_text("Chat number 010")
-    expect(alice.locator("#conversation-list a[aria-current=page]")).to_have_count(0)  # beyond page 1
+    expect(alice.locator("#conversation-list a[aria-current=page]")).to_have_count(
+        0
+    )  # beyond page 1
     alice.get_by_placeholder("Search chats").fill("number 010")
     expect(alice.locator("#conversation-list a[aria-current=page]")).to_have_text("Chat number 010")

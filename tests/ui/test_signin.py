@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-
 from tests.ui.conftest import sign_in
 from tests.ui.harness import Server
 
@@ -39,7 +38,9 @@ def test_sign_in_opens_the_chat_and_deep_links_survive(page: Any, server: Server
     expect(page.locator(".who")).to_have_text("alice")
 
 
-def test_first_run_link_signs_in_the_administrator_once(page: Any, server: Server, console: Any) -> None:
+def test_first_run_link_signs_in_the_administrator_once(
+    page: Any, server: Server, console: Any
+) -> None:
     assert server.signin_link, "the first start prints a one-time sign-in link"
     page.goto(server.signin_link)
     expect(page.locator("#draft")).to_be_visible()
