@@ -544,6 +544,6 @@ def test_ctx9_compaction_cuts_a_first_pair_larger_than_the_summariser_window() -
     assert request is not None and request.first_id == "u" and request.through == "m11"
     assert "characters omitted" in request.prompt[1]["content"]
     assert request.input_tokens < 8_192
-    summary = Summary("S", through="a", tokens=7)
+    summary = Summary("S", through="m11", tokens=7)
     request = compaction_request(conv(history, summary=summary), profile, mode="full", manual=True)
     assert request is None  # one complete pair after the summary: nothing to compress yet
