@@ -89,7 +89,12 @@ def render_pair(
 ) -> tuple[list[dict[str, Any]], list[MessageStatus]]:
     """The messages of one pair as sent, and their statuses, keeping calls with results."""
     pair = messages[start:stop]
-    if not any(m.tool_calls or m.role == "tool" for m in pair):
+    plain = True
+    for m in pair:
+        if m.tool_calls or m.role == "tool":
+            plain = False
+            break
+    if plain:
         return (
             [{"role": m.role, "content": m.content} for m in pair],
             ["in_memory"] * len(pair),
@@ -109,7 +114,7 @@ def render_pair(
             kept = [c for c in m.tool_calls if c.id in answered]
             called.update(c.id for c in kept)
             if kept or m.content:
-                sent.append(api_message(m, tool_calls_json(_with_calls(m, kept)) if kept else None))
+                sent.append(api_message(m, tool_calls_json(m, kept) if kept else None))
                 statuses.append("in_memory")
             else:
                 statuses.append("out_of_memory")
@@ -117,12 +122,6 @@ def render_pair(
             sent.append({"role": m.role, "content": m.content})
             statuses.append("in_memory")
     return sent, statuses
-
-
-def _with_calls(message: Message, calls: Sequence[Any]) -> Message:
-    from dataclasses import replace
-
-    return replace(message, tool_calls=tuple(calls))
 
 
 # --------------------------------------------------------------------------- selection

@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from chatmem.context.errors import PlanInputError
-from chatmem.context.values import Message
+from chatmem.context.values import Message, ToolCall
 
 TOKENIZER_NAMES: tuple[str, ...] = ("estimate", "o200k_base", "cl100k_base")
 
@@ -251,15 +251,17 @@ def count_text(text: str, tokenizer: Tokenizer) -> int:
     return tokenizer.count(text)
 
 
-def tool_calls_json(message: Message) -> list[dict[str, Any]]:
-    """The OpenAI wire shape of a message's tool calls."""
+def tool_calls_json(
+    message: Message, calls: Sequence[ToolCall] | None = None
+) -> list[dict[str, Any]]:
+    """The OpenAI wire shape of a message's tool calls (or of ``calls``, a subset of them)."""
     return [
         {
             "id": call.id,
             "type": "function",
             "function": {"name": call.name, "arguments": call.arguments},
         }
-        for call in message.tool_calls
+        for call in (message.tool_calls if calls is None else calls)
     ]
 
 
