@@ -65,6 +65,33 @@ def client_for(target: ModelTarget, settings: Settings) -> ModelClient:
     )
 
 
+class ModelClients:
+    """Model clients shared across turns, one per endpoint (URL, model, key).
+
+    Building a client builds its TLS context and connection pool, which costs tens of
+    milliseconds — more than the whole server overhead we allow on the first token — so the
+    turn service keeps them for the life of the app and closes them on shutdown.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._clients: dict[tuple[str, str, str | None], ModelClient] = {}
+
+    def __call__(self, target: ModelTarget) -> ModelClient:
+        if target.endpoint is None:
+            return client_for(target, self._settings)  # raises the clear error
+        key = (target.endpoint.base_url, target.endpoint.model, target.endpoint.api_key)
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = client_for(target, self._settings)
+        return client
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+
 async def run_compaction(
     db: Database,
     settings: Settings,
@@ -75,17 +102,19 @@ async def run_compaction(
     user_id: str,
     run_id: str | None = None,
     focus: str | None = None,
+    clients: ModelClients | None = None,
 ) -> CompactionOutcome:
     """Summarise through the summariser profile and store a new summary version."""
     target = inputs.summarizer
-    client = client_for(target, settings)
+    client = clients(target) if clients is not None else client_for(target, settings)
     try:
         with anyio.fail_after(settings.model_timeout):
             completion = await client.complete(list(request.prompt))
     except TimeoutError:
         raise ProviderUnreachable("The summariser did not answer in time; memory is unchanged.") from None
     finally:
-        await client.aclose()
+        if clients is None:
+            await client.aclose()
     text = completion.text.strip()
     if not text:
         raise ProviderError("The summariser returned an empty summary; memory is unchanged.")

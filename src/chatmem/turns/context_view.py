@@ -15,13 +15,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chatmem import context as engine
 from chatmem.context.values import Conversation as EngineConversation
+from chatmem.context.values import Mode
 from chatmem.errors import NotFound
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.turns.inputs import calibrated_tokenizer, resolve_target
@@ -104,7 +105,7 @@ def plan_for(
         from chatmem.store.engine import load_engine_conversation
 
         lazy = load_engine_conversation(
-            session, conversation_id, tokenizer=profile.tokenizer, tools=list(tools)
+            session, conversation_id, tokenizer=profile.tokenizer, tools=[dict(t) for t in tools]
         )
         conversation = replace(lazy, messages=tuple(lazy.messages), files=tuple(lazy.files))
         cache.put(conversation_id, key, conversation)
@@ -112,7 +113,7 @@ def plan_for(
     cached = cache.get_plan(conversation_id, memo_key)
     if cached is not None:
         return cached
-    mode = engine.effective_mode(profile, row.mode)
+    mode = engine.effective_mode(profile, cast(Mode, row.mode))
     plan = engine.plan(
         conversation, profile, mode=mode, draft=draft or None,
         tokenizer=calibrated_tokenizer(session, target),
@@ -128,7 +129,7 @@ def plan_json(plan: Any) -> dict[str, Any]:
     status = plan.status
     fast = getattr(status, "to_dict", None)
     if fast is None:
-        return plan.to_dict()  # type: ignore[no-any-return]
+        return dict(plan.to_dict())
     body: dict[str, Any] = replace(plan, status={}).to_dict()
     body["status"] = fast()
     return body

@@ -1,14 +1,14 @@
 """Short units of database work for the async turn code, run in a worker thread.
 
-SQLite in WAL mode answers ``database is locked`` at once — without waiting out the busy
-timeout — when a transaction that began by reading tries to write after another connection
-committed (its snapshot is stale).  Many turns write concurrently (events, messages, the
-ledger), so every unit of work here is retried a few times on that error; the failed attempt
-was rolled back whole, so a retry is safe.
+Each unit is one writer transaction (``Database.session(write=True)``: on SQLite it holds the
+write lock from its first statement, so concurrent turns queue instead of failing on a stale
+read snapshot).  A unit that still meets ``database is locked`` is retried a few times — the
+failed attempt was rolled back whole, so a retry is safe.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from chatmem.store.db import Database
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 ATTEMPTS = 12
 
 
@@ -32,11 +33,14 @@ def _locked(exc: OperationalError) -> bool:
 def work_sync(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     for attempt in range(ATTEMPTS):
         try:
-            with db.session() as session:
+            # A writer session (SQLite: the write lock from the first statement), so
+            # concurrent units queue on the busy timeout instead of failing mid-way.
+            with db.session(write=True) as session:
                 return fn(session, *args, **kwargs)
         except OperationalError as exc:
             if not _locked(exc) or attempt == ATTEMPTS - 1:
                 raise
+            log.debug("database locked (attempt %d of %s); retrying", attempt + 1, fn)
             time.sleep(min(0.005 * 2**attempt, 0.2) * (0.5 + random.random()))
     raise AssertionError("unreachable")
 

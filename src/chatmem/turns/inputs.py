@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chatmem import context as engine
 from chatmem.context.values import Conversation as EngineConversation
-from chatmem.context.values import Prices, Profile
+from chatmem.context.values import Mode, Prices, Profile
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
 from chatmem.settings import Settings
@@ -48,6 +48,8 @@ class TurnInputs:
     tools: Sequence[Mapping[str, Any]]
     target: ModelTarget
     summarizer: ModelTarget
+    #: The plan's ``used`` tokens (the estimate the ledger compares with reported usage).
+    plan_tokens_used: int = 0
 
     @property
     def profile(self) -> Profile:
@@ -60,10 +62,6 @@ class TurnInputs:
     @property
     def model(self) -> str | None:
         return self.target.model
-
-    @property
-    def plan_tokens_used(self) -> int:
-        return int(self.plan.to_dict()["tokens"]["used"]) if self.plan is not None else 0
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return price(self.target.engine_profile.prices, prompt_tokens, completion_tokens)
@@ -149,8 +147,8 @@ def calibration(session: Session, profile_id: str | None) -> float:
         .order_by(UsageRow.num.desc())
         .limit(CALIBRATION_WINDOW)
     ).all()
-    reported = sum(r[0] for r in rows)
-    estimated = sum(r[1] for r in rows)
+    reported = sum(int(r[0] or 0) for r in rows)
+    estimated = sum(int(r[1] or 0) for r in rows)
     return engine.calibration_factor(estimated, reported)
 
 
@@ -178,9 +176,9 @@ def load_inputs(
     target = resolve_target(session, row.user_id, profile_override or row.profile_id, secrets)
     profile = target.engine_profile
     conversation = load_engine_conversation(
-        session, conversation_id, tokenizer=profile.tokenizer, tools=list(tools)
+        session, conversation_id, tokenizer=profile.tokenizer, tools=[dict(t) for t in tools]
     )
-    mode = engine.effective_mode(profile, row.mode)
+    mode = engine.effective_mode(profile, cast(Mode, row.mode))
     plan = (
         engine.plan(
             conversation, profile, mode=mode, draft=draft, turn_start=turn_start,
@@ -189,10 +187,9 @@ def load_inputs(
         if with_plan
         else None
     )
-    if plan is not None:
-        # The lazy message view reads through this session: materialise what the runner
-        # uses after the transaction (the plan's messages are plain data already).
-        plan.to_dict()
+    # The conversation's messages are a lazy view that reads through this session: nothing
+    # of it may be touched after the transaction.  The runner uses only plain data from the
+    # plan (messages, token counts, the compaction request).
     return TurnInputs(
         user_id=row.user_id,
         conversation_id=conversation_id,
@@ -202,6 +199,7 @@ def load_inputs(
         tools=list(tools),
         target=target,
         summarizer=summarizer_target(session, row.user_id, target, secrets),
+        plan_tokens_used=int(plan.tokens.used) if plan is not None else 0,
     )
 
 

@@ -38,7 +38,7 @@ from chatmem.models.client import TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.turns import runs
-from chatmem.turns.compaction import CompactionOutcome, run_compaction
+from chatmem.turns.compaction import CompactionOutcome, ModelClients, run_compaction
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.dbwork import work
 from chatmem.turns.inputs import TurnInputs, load_inputs, store_message
@@ -71,6 +71,10 @@ class TurnJob:
     user_message_id: str
     #: USE-3: the fallback profile when the user's included usage is used up.
     profile_override: str | None = None
+    #: The plan made when the turn was admitted (the message as the draft).  Reused for the
+    #: first step when no tools are offered — it is the same request — to save a re-plan on
+    #: the way to the first token.
+    first_inputs: TurnInputs | None = None
 
 
 @dataclass
@@ -96,8 +100,10 @@ class TurnRunner:
         toolbox_factory: Callable[[], Awaitable[ToolBox]],
         model_factory: Callable[[TurnInputs], Any],
         secrets: Any = None,
+        clients: ModelClients | None = None,
     ) -> None:
         self._secrets = secrets
+        self._clients = clients
         self.job = job
         self._db = db
         self._settings = settings
@@ -174,7 +180,8 @@ class TurnRunner:
         while True:
             if self._tally.iterations >= settings.turn_max_iterations:
                 return await self._guard(f"{settings.turn_max_iterations} model requests")
-            inputs = await self._inputs(toolbox)
+            first, self.job.first_inputs = self.job.first_inputs, None
+            inputs = first if first is not None and not toolbox.schemas else await self._inputs(toolbox)
             plan = inputs.plan
             if plan.compaction.needed and plan.compaction.request is not None:
                 await self._compact(inputs)
@@ -210,6 +217,7 @@ class TurnRunner:
                 kind="summary" if inputs.mode == "economy" else "compaction",
                 user_id=self.job.user_id,
                 run_id=self.job.run_id,
+                clients=self._clients,
             )
         )
         await self._journal.emit("compaction", outcome.event_data())
@@ -246,9 +254,6 @@ class TurnRunner:
             raise
         except ProviderContextLength:
             raise
-        finally:
-            with _suppress_all():
-                await client.aclose()
         text = "".join(parts)
         await self._record_usage(inputs, usage, "answer")
         self._tally.last_message_id = await self._store(

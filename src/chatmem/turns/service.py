@@ -19,13 +19,13 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
-from chatmem.context.errors import DoesNotFit
+from chatmem.context.values import Mode
 from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunning
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
@@ -33,7 +33,7 @@ from chatmem.store.db import Database
 from chatmem.store.tables.conversations import File
 from chatmem.store.types import utcnow
 from chatmem.turns import recovery, runs, usage
-from chatmem.turns.compaction import client_for
+from chatmem.turns.compaction import ModelClients
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
 from chatmem.turns.dbwork import work
@@ -75,7 +75,8 @@ class TurnService:
         self.secrets = secrets
         self.settings = settings
         self.coordinator = coordinator or LocalCoordinator()
-        self._model_factory = model_factory or (lambda inputs: client_for(inputs.target, settings))
+        self.clients = ModelClients(settings)
+        self._model_factory = model_factory or (lambda inputs: self.clients(inputs.target))
         self._toolbox_factory = toolbox_factory or self._default_toolbox
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._locks: dict[str, tuple[str, str]] = {}  # run id -> (lock name, token)
@@ -115,6 +116,7 @@ class TurnService:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await self.coordinator.close()
+        await self.clients.aclose()
 
     async def wait_idle(self, timeout: float = 30.0) -> None:
         """Waits until no turn runs in this process (tests, benchmarks)."""
@@ -189,19 +191,14 @@ class TurnService:
             raise InvalidInput("content: write a message first")
         if len(content) > MAX_CONTENT_CHARS:
             raise InvalidInput(f"content: at most {MAX_CONTENT_CHARS} characters")
-        await self._db(owned_conversation_row, user_id, conversation_id)
-        if idempotency_key:
-            existing = await self._db(runs.run_for_idempotency_key, user_id, idempotency_key)
-            if existing is not None:
-                if existing.conversation_id != conversation_id:
-                    raise InvalidInput("Idempotency-Key was already used for another conversation.")
-                return Submitted(existing.id, created=False)
+        existing = await self._db(self._admit, user_id, conversation_id, idempotency_key)
+        if existing is not None:
+            return Submitted(existing, created=False)
         token = await self._take_lock(user_id, conversation_id, for_turn=True)
         name = lock_name(conversation_id)
         try:
-            await self._db(self._precheck, user_id, conversation_id, content)
             try:
-                run_id, message_id = await self._db(
+                run_id, message_id, inputs = await self._db(
                     self._create, user_id, conversation_id, content, file_ids or [], idempotency_key
                 )
             except IntegrityError:
@@ -216,20 +213,28 @@ class TurnService:
             raise
         self._locks[run_id] = (name, token)
         await self.coordinator.open_run(run_id)
-        fallback = await self._db(usage.fallback_profile, user_id, self.settings)
-        job = TurnJob(run_id, user_id, conversation_id, message_id, profile_override=fallback)
+        job = TurnJob(
+            run_id, user_id, conversation_id, message_id,
+            profile_override=inputs.target.profile_id if inputs.target.profile_id else None,
+            first_inputs=inputs,
+        )
         self._tasks[run_id] = asyncio.create_task(self._run(job), name=f"chatmem-turn-{run_id}")
         return Submitted(run_id, created=True)
 
-    def _precheck(self, session: Any, user_id: str, conversation_id: str, content: str) -> None:
-        """TURN-5: refuse before starting when the engine already says it cannot fit."""
-        inputs = load_inputs(
-            session, conversation_id, draft=content, user_id=user_id, secrets=self.secrets
-        )
-        try:
-            inputs.plan.require_fit()
-        except DoesNotFit:
-            raise
+    @staticmethod
+    def _admit(
+        session: Any, user_id: str, conversation_id: str, idempotency_key: str | None
+    ) -> str | None:
+        """Ownership (STORE-1), then the run a retried submit already started (TURN-6)."""
+        owned_conversation_row(session, user_id, conversation_id)
+        if not idempotency_key:
+            return None
+        existing = runs.run_for_idempotency_key(session, user_id, idempotency_key)
+        if existing is None:
+            return None
+        if existing.conversation_id != conversation_id:
+            raise InvalidInput("Idempotency-Key was already used for another conversation.")
+        return existing.id
 
     def _create(
         self,
@@ -239,7 +244,15 @@ class TurnService:
         content: str,
         file_ids: list[str],
         idempotency_key: str | None,
-    ) -> tuple[str, str]:
+    ) -> tuple[str, str, TurnInputs]:
+        """One transaction: pick the model (USE-3 fallback), refuse what cannot fit (TURN-5,
+        before anything is written), store the message and the run."""
+        fallback = usage.fallback_profile(session, user_id, self.settings)
+        inputs = load_inputs(
+            session, conversation_id, draft=content, user_id=user_id, profile_override=fallback,
+            secrets=self.secrets,
+        )
+        inputs.plan.require_fit()
         message_id = store_message(
             session, conversation_id, "user", content, self.settings, None, {}
         )
@@ -262,7 +275,7 @@ class TurnService:
             replica_id=self.coordinator.replica_id,
             idempotency_key=idempotency_key,
         )
-        return run.id, message_id
+        return run.id, message_id, inputs
 
     async def _run(self, job: TurnJob) -> None:
         journal = EventJournal(job.run_id, self.db, self.coordinator)
@@ -275,6 +288,7 @@ class TurnService:
             toolbox_factory=self._toolbox_factory,
             model_factory=self._model_factory,
             secrets=self.secrets,
+            clients=self.clients,
         )
         try:
             await runner.run()
@@ -346,7 +360,7 @@ def _compaction_plan(
         session, conversation_id, user_id=user_id, with_plan=False, secrets=secrets
     )
     request = engine.compaction_request(
-        inputs.conversation, inputs.profile, mode=inputs.mode, focus=focus, manual=True
+        inputs.conversation, inputs.profile, mode=cast(Mode, inputs.mode), focus=focus, manual=True
     )
     return inputs, request
 
@@ -385,7 +399,7 @@ async def compact_now(
         await service._db(check_can_spend, user_id, service.settings, float(request.estimated_cost))
         outcome = await run_compaction(
             service.db, service.settings, inputs, request=request, kind="compaction",
-            user_id=user_id, focus=focus,
+            user_id=user_id, focus=focus, clients=service.clients,
         )
     finally:
         await service.coordinator.release(lock_name(conversation_id), token)

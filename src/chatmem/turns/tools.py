@@ -67,7 +67,7 @@ def _pinned_http_client(policy: EndpointPolicy, headers: Mapping[str, str]) -> A
     import httpcore2
     import httpx2
 
-    class PinnedBackend(httpcore2.AsyncNetworkBackend):  # type: ignore[misc]
+    class PinnedBackend(httpcore2.AsyncNetworkBackend):
         def __init__(self) -> None:
             self._inner = httpcore2.AnyIOBackend()
 

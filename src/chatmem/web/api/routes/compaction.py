@@ -8,8 +8,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from chatmem.turns.service import compact_now, compaction_price
-from chatmem.web.api.routes.turns import turn_service
-from chatmem.web.deps import CurrentUser
+from chatmem.web.api.routes.turns import AuthUser, turn_service
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["compaction"])
 
@@ -20,7 +19,7 @@ class CompactRequest(BaseModel):
 
 @router.post("/{conversation_id}/compact")
 async def compact(
-    conversation_id: str, request: Request, user: CurrentUser, body: CompactRequest | None = None
+    conversation_id: str, request: Request, user: AuthUser, body: CompactRequest | None = None
 ) -> dict[str, Any]:
     """Replaces early messages with a summary, keeping the last question–answer pair; answers
     with the price and the new summary.  Refusals: ``nothing_to_compress``,
@@ -33,7 +32,7 @@ async def compact(
 async def compact_price(
     conversation_id: str,
     request: Request,
-    user: CurrentUser,
+    user: AuthUser,
     focus: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> dict[str, Any]:
     """The price of "Compress now", shown on the button before it runs (CTX-11)."""

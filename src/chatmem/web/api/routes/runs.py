@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from chatmem.errors import InvalidInput
 from chatmem.turns import runs
-from chatmem.web.api.routes.turns import turn_service
+from chatmem.web.api.routes.turns import AuthUser, turn_service
 from chatmem.web.deps import CurrentUser, DbSession
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
@@ -22,7 +22,7 @@ def get_run(run_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any
 
 
 @router.post("/{run_id}/stop")
-async def stop_run(run_id: str, request: Request, user: CurrentUser) -> dict[str, Any]:
+async def stop_run(run_id: str, request: Request, user: AuthUser) -> dict[str, Any]:
     """Stops the turn; what was completed (and the text streamed so far) is kept."""
     return await turn_service(request).stop(user.id, run_id)
 
@@ -43,7 +43,7 @@ def _cursor(value: str | None) -> int:
 async def run_events(
     run_id: str,
     request: Request,
-    user: CurrentUser,
+    user: AuthUser,
     last_event_id: Annotated[str | None, Header()] = None,
     after: Annotated[str | None, Query()] = None,
 ) -> StreamingResponse:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from chatmem.store.tables.accounts import User
 from chatmem.turns import runs
 from chatmem.turns.inputs import owned_conversation_row
 from chatmem.turns.service import TurnService
-from chatmem.web.deps import CurrentUser, DbSession
+from chatmem.web.deps import CurrentUser, DbSession, get_current_user
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["turns"])
 
@@ -21,8 +22,24 @@ class TurnCreate(BaseModel):
     file_ids: list[str] = Field(default_factory=list, max_length=100)
 
 
+def authenticated_user(request: Request) -> User:
+    """The signed-in user, for the async turn routes.
+
+    Authenticates in its own short read transaction that ends before the route runs: the
+    request-wide ``DbSession`` of a write request holds the SQLite write lock until the
+    response, which would block the turn's own units of work.  Same rules as
+    ``CurrentUser`` (Bearer token, or session cookie with the CSRF check)."""
+    db = request.app.state.db
+    with db.session() as session:
+        return get_current_user(request, session)
+
+
+AuthUser = Annotated[User, Depends(authenticated_user)]
+
+
 def turn_service(request: Request) -> TurnService:
-    return request.app.state.turns  # type: ignore[no-any-return]
+    turns: TurnService = request.app.state.turns
+    return turns
 
 
 @router.post("/{conversation_id}/turns", status_code=202)
@@ -30,7 +47,7 @@ async def start_turn(
     conversation_id: str,
     body: TurnCreate,
     request: Request,
-    user: CurrentUser,
+    user: AuthUser,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> JSONResponse:
     """Stores the message and starts the turn as a server-owned task; answers 202 at once."""
