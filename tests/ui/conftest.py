@@ -58,10 +58,13 @@ def console() -> ConsoleErrors:
     return ConsoleErrors()
 
 
-@pytest.fixture
-def page(browser: Any, console: ConsoleErrors, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A fresh browser context and page; fails the test on unexpected console errors."""
-    context = browser.new_context(viewport={"width": 1280, "height": 860}, accept_downloads=True)
+@contextlib.contextmanager
+def _open_page(
+    browser: Any, console: ConsoleErrors, name: str, storage_state: Any = None
+) -> Iterator[Any]:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 860}, accept_downloads=True, storage_state=storage_state
+    )
     context.set_default_timeout(10_000)
     pg = context.new_page()
     console.attach(pg)
@@ -71,9 +74,16 @@ def page(browser: Any, console: ConsoleErrors, request: pytest.FixtureRequest) -
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         # The page may be gone after a failure; the screenshot is a bonus.
         with contextlib.suppress(Exception):
-            pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
+            pg.screenshot(path=str(ARTIFACTS / f"{name}.png"))
         context.close()
     assert console.unexpected() == [], "console errors in the page"
+
+
+@pytest.fixture
+def page(browser: Any, console: ConsoleErrors, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh browser context and page, signed out; fails the test on console errors."""
+    with _open_page(browser, console, request.node.name) as pg:
+        yield pg
 
 
 def sign_in(page: Any, server: Server, name: str = "alice") -> None:
@@ -85,8 +95,28 @@ def sign_in(page: Any, server: Server, name: str = "alice") -> None:
     page.wait_for_selector("#draft")
 
 
+@pytest.fixture(scope="module")
+def alice_session(browser: Any, server: Server) -> Any:
+    """Alice's cookies after signing in through the sign-in page once per module."""
+    context = browser.new_context()
+    try:
+        pg = context.new_page()
+        sign_in(pg, server)
+        return context.storage_state()
+    finally:
+        context.close()
+
+
 @pytest.fixture
-def alice(page: Any, server: Server) -> Any:
-    """The page, signed in as alice."""
-    sign_in(page, server)
-    return page
+def alice(
+    browser: Any,
+    server: Server,
+    alice_session: Any,
+    console: ConsoleErrors,
+    request: pytest.FixtureRequest,
+) -> Iterator[Any]:
+    """A fresh page signed in as alice, on the chat page."""
+    with _open_page(browser, console, request.node.name, alice_session) as pg:
+        pg.goto(server.url + "/")
+        pg.wait_for_selector("#draft")
+        yield pg

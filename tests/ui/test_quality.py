@@ -78,6 +78,7 @@ def test_phone_width_dark_mode_and_the_chat_screenshot(
         page.screenshot(path=str(ARTIFACTS / "phone-dark.png"))
     finally:
         context.close()
+    assert console.unexpected() == [], "console errors in the page"
 
 
 def test_keyboard_only_use_with_visible_focus(alice: Any, server: Server, chat: Any) -> None:

@@ -54,7 +54,9 @@ def test_first_run_link_signs_in_the_administrator_once(
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
 
 
-def test_sign_out_ends_the_session(alice: Any, server: Server) -> None:
+def test_sign_out_ends_the_session(page: Any, server: Server) -> None:
+    alice = page
+    sign_in(alice, server)
     alice.get_by_role("button", name="Sign out").click()
     expect(alice.get_by_role("heading", name="Sign in")).to_be_visible()
     alice.goto(server.url + "/c/anything")
