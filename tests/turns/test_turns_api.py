@@ -183,3 +183,23 @@ def test_guard_ends_a_long_turn_with_a_note_and_it_can_continue(
     model_server.reply("Done now.")
     assert chat.turn("Continue")["status"] == "completed"
     time.sleep(0)
+
+
+def test_shutdown_mid_turn_interrupts_and_keeps_the_text_TURN_3(
+    turn_settings: object, model_server: FakeModelServer
+) -> None:
+    from chatmem.web.app import create_app
+
+    with TestClient(create_app(turn_settings)) as client:  # type: ignore[arg-type]
+        chat = make_chat(client, model_server)
+        model_server.reply(" ".join(f"w{i}" for i in range(50)), delay=0.05)
+        run_id = chat.start("Long")
+        seen = chat.events(run_id, limit=3)
+    with TestClient(create_app(turn_settings)) as client:  # type: ignore[arg-type]
+        chat.client = client
+        run = chat.run(run_id)
+        assert run["status"] == "interrupted"
+        kept = chat.messages()[-1]
+        assert kept["role"] == "assistant"
+        assert kept["content"].startswith("".join(e["data"]["text"] for e in seen))
+        assert chat.events(run_id)[-1]["data"]["code"] == "interrupted"

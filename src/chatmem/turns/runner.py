@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from chatmem.context.errors import DoesNotFit, EngineError
 from chatmem.context.values import ToolCall
-from chatmem.errors import ChatmemError, ProviderContextLength
+from chatmem.errors import ChatmemError
 from chatmem.models.client import TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
 from chatmem.store.db import Database
@@ -157,9 +157,11 @@ class TurnRunner:
             await self._finish("stopped")
             return "stopped"
         except asyncio.CancelledError:
-            # The process is shutting down: the run will not finish here.
-            await self._finish_quietly("interrupted", "interrupted",
-                                       "The server shut down while this turn ran; send a message to continue.")
+            # The process is shutting down.  Store the events streamed so far and leave the
+            # run to the same path as a crash (``recovery.interrupt_run``), which the turn
+            # service takes right after cancelling: text kept, open tool calls ``unknown``.
+            with _suppress_all():
+                await asyncio.shield(self._journal.flush())
             raise
         except (ChatmemError, EngineError) as exc:
             code = getattr(exc, "code", "error")
@@ -252,7 +254,12 @@ class TurnRunner:
                 )
             await self._journal.flush()
             raise
-        except ProviderContextLength:
+        except ChatmemError:
+            # The provider failed mid-answer: keep what it had said (TURN-2), then fail.
+            if parts:
+                self._tally.last_message_id = await self._store(
+                    "assistant", "".join(parts), meta={"failed": True, "step": step}
+                )
             raise
         text = "".join(parts)
         await self._record_usage(inputs, usage, "answer")
@@ -348,10 +355,6 @@ class TurnRunner:
             _finish_row, self.job.run_id, status,
             error[0] if error else None, error[1] if error else None, note,
         )
-
-    async def _finish_quietly(self, status: str, code: str, message: str) -> None:
-        with _suppress_all():
-            await asyncio.shield(self._finish(status, error=(code, message)))
 
 
 # Small adapters so ``_db_call`` can pass keyword data through a worker thread.

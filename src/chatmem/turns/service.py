@@ -45,6 +45,10 @@ from chatmem.turns.tools import McpToolBox, ToolBox, load_mcp_servers
 
 log = logging.getLogger(__name__)
 
+SHUTDOWN_MESSAGE = (
+    "The server shut down while this turn ran. What was completed is kept; send a message to "
+    "continue."
+)
 LOCK_TTL = 60.0
 HEARTBEAT_SECONDS = 5.0
 MAX_CONTENT_CHARS = 1_000_000
@@ -110,11 +114,15 @@ class TurnService:
             self._background.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._background
-        tasks = list(self._tasks.values())
-        for task in tasks:
+        tasks = dict(self._tasks)
+        for task in tasks.values():
             task.cancel()
         if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+        for run_id in tasks:
+            # Shutting down is a restart announced in advance: the same rules (TURN-3).
+            with contextlib.suppress(Exception):
+                await self._db(recovery.interrupt_run, run_id, message=SHUTDOWN_MESSAGE)
         await self.coordinator.close()
         await self.clients.aclose()
 
