@@ -167,8 +167,9 @@ def test_ctx10_ctx11_compress_now_with_focus_price_marker_and_refusal(
     button = dialog.get_by_role("button", name=re.compile(r"^Compress now · ≈ \$[\d.]+$"))
     expect(button).to_be_visible()
     dialog.get_by_placeholder("What to emphasise — optional").fill("the numbers")
-    model.reply("Goal: discuss topics. Key facts: topic 0 to 3 are interesting.", delay=0.05)
+    model.reply("Goal: discuss topics. Key facts: topic 0 to 3 are interesting.", delay=0.15)
     button.click()
+    expect(dialog.locator("#compress-button")).to_have_text("Compressing…")
     expect(dialog.locator("#compress-result")).to_contain_text("Done")
     marker = alice.locator(".compaction-marker")
     expect(marker.locator(".compaction-text")).to_have_text(
@@ -244,3 +245,24 @@ def test_ctx19_provider_context_error_suggests_economy_exclusions_or_a_bigger_mo
     expect(error).to_contain_text("Economy")
     error.get_by_role("button", name="Switch to Economy").click()
     expect(alice.get_by_label("Memory", exact=True)).to_have_value("economy")
+
+
+def test_ctx11_compress_now_is_refused_while_a_turn_runs(
+    alice: Any, server: Server, model: FakeModelServer, profiles: Any, console: Any
+) -> None:
+    console.allow("409")
+    with server.api("alice") as api:
+        c = make_conversation(api, profiles["paid"]["id"], pairs=3, title="Busy")
+        model.reply(" ".join(f"slow{i}" for i in range(60)), delay=0.1)
+        api.post(f"/api/v1/conversations/{c['id']}/turns", json={"content": "Take your time"})
+    _open(alice, server, c)
+    expect(alice.get_by_role("button", name="Stop")).to_be_visible()
+    alice.locator("#counter").click()
+    dialog = alice.get_by_role("dialog")
+    dialog.get_by_role("button", name=re.compile(r"^Compress now")).click()
+    expect(dialog.locator("#compress-result")).to_have_text(
+        "Compression is already running, try again in a minute"
+    )
+    alice.keyboard.press("Escape")
+    alice.get_by_role("button", name="Stop").click()
+    expect(alice.get_by_role("button", name="Send")).to_be_visible()
