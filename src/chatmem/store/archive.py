@@ -196,8 +196,12 @@ class Archiver:
         return self.root / user_id / f"{conversation_id}.json.zst"
 
     @staticmethod
-    def _owned(session: Session, user_id: str, conversation_id: str) -> Conversation:
-        conversation = session.get(Conversation, conversation_id)
+    def _owned(
+        session: Session, user_id: str, conversation_id: str, *, lock: bool = False
+    ) -> Conversation:
+        # ``lock``: the commit transactions hold the row (PostgreSQL) so a concurrent write
+        # to the conversation waits for them; SQLite writers are serialised by BEGIN IMMEDIATE.
+        conversation = session.get(Conversation, conversation_id, with_for_update=lock or None)
         if conversation is None or conversation.user_id != user_id:
             raise NotFound("conversation")
         return conversation
@@ -263,8 +267,8 @@ class Archiver:
         else:
             assert blob is not None
             stored = len(blob)
-        with self.db.session() as session:
-            conversation = self._owned(session, user_id, conversation_id)
+        with self.db.session(write=True) as session:
+            conversation = self._owned(session, user_id, conversation_id, lock=True)
             if conversation.archived_at is not None:
                 return self.entry(session, conversation_id)
             _refuse_while_running(session, conversation_id)
@@ -428,8 +432,8 @@ class Archiver:
             for m in item.get("messages", [])
         }
         del item, document
-        with self.db.session() as session:
-            conversation = self._owned(session, user_id, conversation_id)
+        with self.db.session(write=True) as session:
+            conversation = self._owned(session, user_id, conversation_id, lock=True)
             if conversation.archived_at is None:
                 return
             ids = [m.id for m in imported.messages]
@@ -475,7 +479,7 @@ class Archiver:
 
     def delete(self, user: User | str, conversation_id: str) -> None:
         user_id = user if isinstance(user, str) else user.id
-        with self.db.session() as session:
+        with self.db.session(write=True) as session:
             conversation, _ = self._archived(session, user_id, conversation_id)
             session.delete(conversation)  # the archive row goes with it (ON DELETE CASCADE)
             session.execute(delete(Archive).where(Archive.conversation_id == conversation_id))

@@ -9,39 +9,47 @@ file writes in the careful order ARCH-2 needs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from chatmem.store import conversations as store
 from chatmem.store.archive import MAX_PAGE, Archiver
 from chatmem.web.api.schemas import conversation_public
-from chatmem.web.deps import CurrentUser, DatabaseDep, SettingsDep
+from chatmem.web.deps import CurrentUser, DatabaseDep, DbSession, SettingsDep
 
 router = APIRouter(prefix="/api/v1", tags=["archive"])
 
 
-def _archiver(settings: SettingsDep, db: DatabaseDep) -> Archiver:
+def get_archiver(
+    settings: SettingsDep, db: DatabaseDep, session: DbSession, user: CurrentUser
+) -> Archiver:
+    # The request's own unit of work only authenticated the caller; end it so the archiver's
+    # short transactions (around file writes) never wait on it — on SQLite a writing
+    # request holds the write lock from its first statement.
+    session.commit()
     return Archiver.from_settings(settings, db)
+
+
+ArchiverDep = Annotated[Archiver, Depends(get_archiver)]
 
 
 @router.post("/conversations/{conversation_id}/archive")
 def archive_conversation(
-    conversation_id: str, user: CurrentUser, settings: SettingsDep, db: DatabaseDep
+    conversation_id: str, user: CurrentUser, archiver: ArchiverDep
 ) -> dict[str, Any]:
-    return _archiver(settings, db).archive(user.id, conversation_id).as_json()
+    return archiver.archive(user.id, conversation_id).as_json()
 
 
 @router.get("/archive")
 def list_archive(
     user: CurrentUser,
-    settings: SettingsDep,
-    db: DatabaseDep,
+    archiver: ArchiverDep,
     q: str | None = Query(None, max_length=500),
     limit: int = Query(50, ge=1, le=MAX_PAGE),
     offset: int = Query(0, ge=0),
 ) -> dict[str, Any]:
-    items, total = _archiver(settings, db).search(user.id, q, limit=limit, offset=offset)
+    items, total = archiver.search(user.id, q, limit=limit, offset=offset)
     following = offset + len(items)
     return {
         "items": [item.as_json() for item in items],
@@ -51,17 +59,14 @@ def list_archive(
 
 
 @router.get("/archive/{conversation_id}")
-def read_archived(
-    conversation_id: str, user: CurrentUser, settings: SettingsDep, db: DatabaseDep
-) -> dict[str, Any]:
-    return _archiver(settings, db).read(user.id, conversation_id)
+def read_archived(conversation_id: str, user: CurrentUser, archiver: ArchiverDep) -> dict[str, Any]:
+    return archiver.read(user.id, conversation_id)
 
 
 @router.post("/archive/{conversation_id}/restore")
 def restore_archived(
-    conversation_id: str, user: CurrentUser, settings: SettingsDep, db: DatabaseDep
+    conversation_id: str, user: CurrentUser, archiver: ArchiverDep, db: DatabaseDep
 ) -> dict[str, Any]:
-    archiver = _archiver(settings, db)
     # Only an archived conversation can be restored through this route (a live id is 404).
     archiver.require_archived(user.id, conversation_id)
     archiver.restore(user.id, conversation_id)
@@ -73,8 +78,6 @@ def restore_archived(
 
 
 @router.delete("/archive/{conversation_id}", status_code=204)
-def delete_archived(
-    conversation_id: str, user: CurrentUser, settings: SettingsDep, db: DatabaseDep
-) -> Response:
-    _archiver(settings, db).delete(user.id, conversation_id)
+def delete_archived(conversation_id: str, user: CurrentUser, archiver: ArchiverDep) -> Response:
+    archiver.delete(user.id, conversation_id)
     return Response(status_code=204)
