@@ -1,0 +1,87 @@
+"""Usage and limits in the UI: the ring, the fallback model with locks on the others, and
+the warning with "Request extension" (USE-2, USE-3)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.support.model_server import FakeModelServer
+from tests.ui.harness import Server, make_conversation, make_profile, start_server
+
+pytestmark = pytest.mark.browser
+
+LIMITS = {"CHATMEM_USAGE_SESSION_LIMIT": "0.00001", "CHATMEM_USAGE_WEEK_LIMIT": "1"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer) -> Iterator[Server]:
+    """Tiny included usage; the fallback profile is known only after a first start."""
+    state = tmp_path_factory.mktemp("ui-usage") / "state"
+    first = start_server(state, **LIMITS)
+    try:
+        first.add_user("alice")
+        with first.api("alice") as api:
+            make_profile(
+                api,
+                model.base_url,
+                "Premium",
+                input_price_per_mtok=30.0,
+                output_price_per_mtok=60.0,
+            )
+            base = make_profile(api, model.base_url, "Base", free=True)
+    finally:
+        first.stop()
+    srv = start_server(state, **LIMITS, CHATMEM_USAGE_FALLBACK_PROFILE_ID=base["id"])
+    srv.tokens.update(first.tokens)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _spend(server: Server, model: FakeModelServer) -> None:
+    with server.api("alice") as api:
+        premium = next(
+            p for p in api.get("/api/v1/profiles").json()["items"] if p["name"] == "Premium"
+        )
+        c = make_conversation(api, premium["id"], title="Costly")
+        model.reply("An expensive answer.", usage=(1000, 1000))
+        run = api.post(f"/api/v1/conversations/{c['id']}/turns", json={"content": "Spend"}).json()
+        for _ in range(100):
+            if api.get(f"/api/v1/runs/{run['run_id']}").json()["status"] != "running":
+                break
+            time.sleep(0.1)
+        assert api.get("/api/v1/usage").json()["exhausted"] is True
+
+
+def test_use2_use3_exhausted_usage_locks_models_and_offers_an_extension(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
+    ring = alice.locator("#usage-ring")
+    expect(ring).to_be_visible()
+    expect(ring).not_to_have_class("usage-ring exhausted")
+    expect(alice.locator("#credit-warning")).to_be_hidden()
+    _spend(server, model)
+    alice.reload()
+    expect(ring).to_have_class("usage-ring exhausted")
+    expect(alice.locator("#model-note")).to_have_text("Credits exhausted: you can only use Base")
+    select = alice.get_by_label("Model")
+    expect(select).to_have_value(
+        next(
+            o for o in alice.locator("#model-select option").all() if "Base" in o.inner_text()
+        ).get_attribute("value")
+    )
+    premium = alice.locator("#model-select option", has_text="Premium")
+    expect(premium).to_have_text("🔒 Premium · fake-model")
+    expect(premium).to_be_disabled()
+    warning = alice.locator("#credit-warning")
+    expect(warning).to_contain_text("You have used the included usage for this session window.")
+    warning.get_by_role("button", name="Request extension").click()
+    expect(alice.locator("#toast")).to_have_text("The administrators were notified")
+    warning.get_by_role("button", name="Request extension").click()
+    expect(alice.locator("#toast")).to_have_text("Administrators were already notified")
