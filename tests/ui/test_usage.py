@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import Server, make_conversation, make_profile, start_server
 
