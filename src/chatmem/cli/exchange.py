@@ -129,7 +129,7 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         show = console.is_terminal
         try:
-            with open(file, "rb") as raw, db.session() as session:
+            with open(file, "rb") as raw, db.session(write=True) as session:
                 owner = resolve_user(session, user)
                 source = ImportSource(raw, file.name)
                 progress = _progress(console) if show else None
