@@ -30,12 +30,14 @@ def _locked(exc: OperationalError) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
-def work_sync(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def work_sync(
+    db: Database, fn: Callable[..., T], *args: Any, _write: bool = True, **kwargs: Any
+) -> T:
     for attempt in range(ATTEMPTS):
         try:
             # A writer session (SQLite: the write lock from the first statement), so
             # concurrent units queue on the busy timeout instead of failing mid-way.
-            with db.session(write=True) as session:
+            with db.session(write=_write) as session:
                 return fn(session, *args, **kwargs)
         except OperationalError as exc:
             if not _locked(exc) or attempt == ATTEMPTS - 1:
@@ -46,8 +48,15 @@ def work_sync(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> 
 
 
 async def work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Runs ``fn(session, *args, **kwargs)`` in one transaction in a worker thread."""
+    """Runs ``fn(session, *args, **kwargs)`` in one writer transaction in a worker thread."""
     return await anyio.to_thread.run_sync(lambda: work_sync(db, fn, *args, **kwargs))
+
+
+async def read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Like :func:`work` for units that only read: they never wait for a writer."""
+    return await anyio.to_thread.run_sync(
+        lambda: work_sync(db, fn, *args, _write=False, **kwargs)
+    )
 
 
 __all__ = ["Session", "work", "work_sync"]

@@ -40,7 +40,7 @@ from chatmem.store.db import Database
 from chatmem.turns import runs
 from chatmem.turns.compaction import CompactionOutcome, ModelClients, run_compaction
 from chatmem.turns.coordinator import Coordinator
-from chatmem.turns.dbwork import work
+from chatmem.turns.dbwork import read, work
 from chatmem.turns.inputs import TurnInputs, load_inputs, store_message
 from chatmem.turns.journal import EventJournal
 from chatmem.turns.tools import ToolBox, ToolOutcome
@@ -207,7 +207,7 @@ class TurnRunner:
                 secrets=self._secrets, profile_override=self.job.profile_override,
             )
 
-        return await self._db_call(load)
+        return await read(self._db, load)
 
     async def _compact(self, inputs: TurnInputs) -> None:
         outcome: CompactionOutcome = await self._race_stop(

@@ -36,7 +36,7 @@ from chatmem.turns import recovery, runs, usage
 from chatmem.turns.compaction import ModelClients
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
-from chatmem.turns.dbwork import work
+from chatmem.turns.dbwork import read, work
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import TurnInputs, load_inputs, owned_conversation_row, store_message
 from chatmem.turns.journal import EventJournal
@@ -90,6 +90,7 @@ class TurnService:
         #: The tool schemas offered in the last turn, for the context endpoint's Tools row
         #: (listing MCP tools on every keystroke would be far too slow).
         self.known_tools: list[dict[str, Any]] = []
+        self._servers: dict[str, list[Any]] = {}  # run id -> MCP servers read at admission
 
     @classmethod
     def from_settings(cls, db: Database, settings: Settings, secrets: Any = None) -> TurnService:
@@ -135,9 +136,12 @@ class TurnService:
     async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await work(self.db, fn, *args, **kwargs)
 
+    async def _read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await read(self.db, fn, *args, **kwargs)
+
     async def recover(self) -> list[str]:
         """Marks runs whose owner is dead ``interrupted`` (TURN-3, SCALE-2)."""
-        candidates = await self._db(
+        candidates = await self._read(
             lambda s: [(r.id, r.replica_id, r.conversation_id) for r in recovery.running_runs(s)]
         )
         done: list[str] = []
@@ -166,8 +170,9 @@ class TurnService:
             except Exception:  # a blip must not end the heartbeat
                 log.exception("turn heartbeat failed")
 
-    async def _default_toolbox(self) -> ToolBox:
-        servers = await self._db(load_mcp_servers, self.settings, self.secrets)
+    async def _default_toolbox(self, servers: list[Any] | None = None) -> ToolBox:
+        if servers is None:
+            servers = await self._read(load_mcp_servers, self.settings, self.secrets)
         if not servers:
             self.known_tools = []
             return ToolBox()
@@ -180,7 +185,7 @@ class TurnService:
         token = await self.coordinator.acquire(lock_name(conversation_id), LOCK_TTL)
         if token is not None:
             return token
-        running = await self._db(runs.running_run, conversation_id)
+        running = await self._read(runs.running_run, conversation_id)
         if running is not None and for_turn:
             raise TurnRunning()
         raise CompactionRunning()
@@ -199,19 +204,21 @@ class TurnService:
             raise InvalidInput("content: write a message first")
         if len(content) > MAX_CONTENT_CHARS:
             raise InvalidInput(f"content: at most {MAX_CONTENT_CHARS} characters")
-        existing = await self._db(self._admit, user_id, conversation_id, idempotency_key)
-        if existing is not None:
-            return Submitted(existing, created=False)
+        if idempotency_key:
+            # Before the lock: a retry must find its run even while that run is running.
+            existing = await self._read(self._admit, user_id, conversation_id, idempotency_key)
+            if existing is not None:
+                return Submitted(existing, created=False)
         token = await self._take_lock(user_id, conversation_id, for_turn=True)
         name = lock_name(conversation_id)
         try:
             try:
-                run_id, message_id, inputs = await self._db(
+                run_id, message_id, inputs, servers = await self._db(
                     self._create, user_id, conversation_id, content, file_ids or [], idempotency_key
                 )
             except IntegrityError:
                 # A concurrent retry with the same key won the race: answer with its run.
-                existing = await self._db(runs.run_for_idempotency_key, user_id, idempotency_key or "")
+                existing = await self._read(runs.run_for_idempotency_key, user_id, idempotency_key or "")
                 if existing is None:
                     raise
                 await self.coordinator.release(name, token)
@@ -226,6 +233,7 @@ class TurnService:
             profile_override=inputs.target.profile_id if inputs.target.profile_id else None,
             first_inputs=inputs,
         )
+        self._servers[run_id] = servers
         self._tasks[run_id] = asyncio.create_task(self._run(job), name=f"chatmem-turn-{run_id}")
         return Submitted(run_id, created=True)
 
@@ -252,9 +260,11 @@ class TurnService:
         content: str,
         file_ids: list[str],
         idempotency_key: str | None,
-    ) -> tuple[str, str, TurnInputs]:
-        """One transaction: pick the model (USE-3 fallback), refuse what cannot fit (TURN-5,
-        before anything is written), store the message and the run."""
+    ) -> tuple[str, str, TurnInputs, list[Any]]:
+        """One transaction: check ownership, pick the model (USE-3 fallback), refuse what
+        cannot fit (TURN-5, before anything is written), store the message and the run, and
+        read the MCP servers the turn will use."""
+        owned_conversation_row(session, user_id, conversation_id)
         fallback = usage.fallback_profile(session, user_id, self.settings)
         inputs = load_inputs(
             session, conversation_id, draft=content, user_id=user_id, profile_override=fallback,
@@ -283,7 +293,8 @@ class TurnService:
             replica_id=self.coordinator.replica_id,
             idempotency_key=idempotency_key,
         )
-        return run.id, message_id, inputs
+        servers = load_mcp_servers(session, self.settings, self.secrets)
+        return run.id, message_id, inputs, servers
 
     async def _run(self, job: TurnJob) -> None:
         journal = EventJournal(job.run_id, self.db, self.coordinator)
@@ -293,7 +304,7 @@ class TurnService:
             settings=self.settings,
             coordinator=self.coordinator,
             journal=journal,
-            toolbox_factory=self._toolbox_factory,
+            toolbox_factory=self._toolbox_for(job.run_id),
             model_factory=self._model_factory,
             secrets=self.secrets,
             clients=self.clients,
@@ -303,6 +314,12 @@ class TurnService:
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._cleanup(job.run_id))
+
+    def _toolbox_for(self, run_id: str) -> Callable[[], Awaitable[ToolBox]]:
+        servers = self._servers.pop(run_id, None)
+        if self._toolbox_factory != self._default_toolbox:
+            return self._toolbox_factory
+        return lambda: self._default_toolbox(servers)
 
     async def _cleanup(self, run_id: str) -> None:
         self._tasks.pop(run_id, None)
@@ -314,7 +331,7 @@ class TurnService:
 
     # -- stop and watch ---------------------------------------------------------------------
     async def stop(self, user_id: str, run_id: str) -> dict[str, Any]:
-        run = await self._db(runs.owned_run, user_id, run_id)
+        run = await self._read(runs.owned_run, user_id, run_id)
         if run.status == "running":
             await self.coordinator.request_stop(run_id)
             task = self._tasks.get(run_id)
@@ -324,13 +341,13 @@ class TurnService:
             else:
                 # Owned by another replica: give it a moment to notice.
                 with anyio.move_on_after(5):
-                    while (await self._db(runs.owned_run, user_id, run_id)).status == "running":
+                    while (await self._read(runs.owned_run, user_id, run_id)).status == "running":
                         await asyncio.sleep(0.1)
-        run = await self._db(runs.owned_run, user_id, run_id)
+        run = await self._read(runs.owned_run, user_id, run_id)
         return runs.run_public(run)
 
     async def watch(self, user_id: str, run_id: str, after: int) -> AsyncIterator[RunEvent]:
-        await self._db(runs.owned_run, user_id, run_id)
+        await self._read(runs.owned_run, user_id, run_id)
         last = after
         while True:
             if await self.coordinator.is_live(run_id):
@@ -339,12 +356,12 @@ class TurnService:
                     last = event.seq
                     if event.terminal:
                         return
-            for event in await self._db(runs.events_after, run_id, last):
+            for event in await self._read(runs.events_after, run_id, last):
                 yield event
                 last = event.seq
                 if event.terminal:
                     return
-            run = await self._db(runs.owned_run, user_id, run_id)
+            run = await self._read(runs.owned_run, user_id, run_id)
             if run.status != "running" and last >= run.last_seq:
                 return
             await asyncio.sleep(0.2)
@@ -376,7 +393,7 @@ def _compaction_plan(
 async def compaction_price(
     service: TurnService, user_id: str, conversation_id: str, focus: str | None
 ) -> dict[str, Any]:
-    _, request = await service._db(_compaction_plan, user_id, conversation_id, focus)
+    _, request = await service._read(_compaction_plan, user_id, conversation_id, focus)
     if request is None:
         return {"available": False, "price": 0.0, "currency": "USD",
                 "message": "Nothing to compress yet"}
@@ -394,17 +411,17 @@ async def compact_now(
     from chatmem.errors import NothingToCompress
     from chatmem.turns.compaction import run_compaction
 
-    await service._db(owned_conversation_row, user_id, conversation_id)
+    await service._read(owned_conversation_row, user_id, conversation_id)
     token = await service._take_lock(user_id, conversation_id, for_turn=False)
     try:
-        inputs, request = await service._db(
+        inputs, request = await service._read(
             _compaction_plan, user_id, conversation_id, focus, service.secrets
         )
         if request is None:
             raise NothingToCompress()
         from chatmem.turns.usage import check_can_spend
 
-        await service._db(check_can_spend, user_id, service.settings, float(request.estimated_cost))
+        await service._read(check_can_spend, user_id, service.settings, float(request.estimated_cost))
         outcome = await run_compaction(
             service.db, service.settings, inputs, request=request, kind="compaction",
             user_id=user_id, focus=focus, clients=service.clients,

@@ -1,0 +1,52 @@
+"""The MCP toolbox on its own: discovery, authentication, and the endpoint policy (PROF-4)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from chatmem.models.ssrf import EndpointPolicy
+from chatmem.settings import Settings
+from chatmem.turns.tools import McpServerConfig, McpToolBox
+from tests.support.mcp_server import McpServerProcess, running_mcp_server
+
+
+@pytest.fixture(scope="module")
+def mcp() -> Iterator[McpServerProcess]:
+    with running_mcp_server(token="s3cret") as server:
+        yield server
+
+
+def _open(mcp: McpServerProcess, settings: Settings, headers: dict[str, str]) -> McpToolBox:
+    import anyio
+
+    async def go() -> McpToolBox:
+        box = await McpToolBox.open(
+            [McpServerConfig("s1", "tools", mcp.url, headers)], EndpointPolicy.from_settings(settings)
+        )
+        await box.aclose()
+        return box
+
+    return anyio.run(go)
+
+
+def test_tools_are_listed_as_openai_function_schemas_TURN_4(mcp: McpServerProcess) -> None:
+    box = _open(mcp, Settings(allow_private_endpoints=True), {"Authorization": "Bearer s3cret"})
+    names = {s["function"]["name"] for s in box.schemas}
+    assert names == {"echo", "add", "slow"}
+    add = next(s for s in box.schemas if s["function"]["name"] == "add")
+    assert add["type"] == "function" and set(add["function"]["parameters"]["required"]) == {"a", "b"}
+    assert box.server_for("add") == "s1"
+
+
+def test_a_server_refusing_our_credentials_offers_no_tools(mcp: McpServerProcess) -> None:
+    box = _open(mcp, Settings(allow_private_endpoints=True), {"Authorization": "Bearer wrong"})
+    assert box.schemas == []
+
+
+def test_the_endpoint_policy_applies_to_mcp_urls_PROF_4(mcp: McpServerProcess) -> None:
+    # Default policy: plain http on loopback is refused, so the server is skipped.
+    box = _open(mcp, Settings(), {"Authorization": "Bearer s3cret"})
+    assert box.schemas == []
+    assert mcp.stats()["calls"] == {}
