@@ -257,3 +257,39 @@ def test_export_takes_the_linked_profiles_knobs_and_never_its_secrets(db: Databa
     }
     text = json.dumps(conversation_doc)
     assert "secret" not in text and "api.example.com" not in text and "Work GPT" not in text
+
+
+def test_nul_characters_and_absurd_times_never_break_an_import(db: Database) -> None:
+    """Valid JSON that a database cannot store as is: NUL is replaced, a time beyond any
+    calendar is refused as invalid input (never a server error)."""
+    alice = make_user(db, "alice")
+    item = {
+        "id": "n1",
+        "title": "nul\u0000title",
+        "messages": [{"id": "m1", "role": "user", "content": "a\u0000b"}],
+    }
+    result = do_import(db, alice, document([item]))
+    (conversation,) = exported(db, result.conversation_ids)
+    assert conversation["title"] == "nul\ufffdtitle"
+    assert conversation["messages"][0]["content"] == "a\ufffdb"
+    absurd = [
+        {
+            "id": "x",
+            "title": "t",
+            "current_node": "a",
+            "mapping": {
+                "a": {
+                    "id": "a",
+                    "parent": None,
+                    "children": [],
+                    "message": {
+                        "author": {"role": "user"},
+                        "create_time": 1e300,
+                        "content": {"parts": ["hi"]},
+                    },
+                }
+            },
+        }
+    ]
+    with pytest.raises(ImportFormatError):
+        do_import(db, alice, json.dumps(absurd).encode())

@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import insert, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import Message as EngineMessage
+from chatmem.errors import Conflict
 from chatmem.store import quotas
 from chatmem.store.conversations import create_folder
 from chatmem.store.exchange.reader import read_conversations, sniff
@@ -43,6 +45,11 @@ BATCH = 2_000
 _CONVERSATION_ID_MAX = 32
 _MESSAGE_ID_MAX = 64
 _FILE_ID_MAX = 32
+
+
+def clean(text: str) -> str:
+    """JSON allows ``\u0000`` but PostgreSQL text cannot hold it; keep both backends equal."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
 @dataclass
@@ -213,7 +220,7 @@ def _write(
         {
             "id": cid,
             "user_id": user.id,
-            "title": conversation.title[:500],
+            "title": clean(conversation.title)[:500],
             "folder_id": folder_id,
             "pinned": conversation.pinned,
             "mode": conversation.mode or "full",
@@ -253,7 +260,7 @@ def message_rows(
         value = EngineMessage(
             id=mids[message.id],
             role=message.role,
-            content=message.content,
+            content=clean(message.content),
             tool_calls=message.tool_calls,
             tool_call_id=message.tool_call_id,
         )
@@ -262,7 +269,7 @@ def message_rows(
             "conversation_id": cid,
             "seq": kept.get("seq") or seq,
             "role": message.role,
-            "content": message.content,
+            "content": value.content,
             "created_at": message.created_at or now,
             "tool_calls": [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
@@ -293,7 +300,7 @@ def summary_rows(
             "first_message_id": mids[first] if first else None,
             "through_message_id": mids[summary.through],
             "message_count": position[summary.through] + 1,
-            "text": summary.text,
+            "text": clean(summary.text),
             "focus": summary.focus,
             "cost": float(summary.cost or 0.0),
             "model": summary.model,
@@ -314,8 +321,8 @@ def file_rows(
             "id": fids[item.id],
             "conversation_id": cid,
             "message_id": mids[item.message_id] if item.message_id else None,
-            "name": (item.name.strip() or "file.txt")[:500],
-            "content": item.content,
+            "name": (clean(item.name).strip() or "file.txt")[:500],
+            "content": clean(item.content),
             "state": item.state,
             "size": len(item.content.encode("utf-8")),
             "created_at": item.created_at or now,
@@ -333,6 +340,10 @@ def import_source(
 ) -> ImportResult:
     """Sniff, stream and store a whole file in the caller's transaction (all or nothing)."""
     fmt = sniff(source)
-    return import_conversations(
-        session, user, read_conversations(source, fmt, on_progress), fmt=fmt, limits=limits
-    )
+    try:
+        return import_conversations(
+            session, user, read_conversations(source, fmt, on_progress), fmt=fmt, limits=limits
+        )
+    except IntegrityError:
+        # Only a concurrent import of the same conversations can collide on the source keys.
+        raise Conflict("Another import of the same conversations is running; try again.") from None

@@ -60,7 +60,7 @@ def read_conversations(
                 raise ImportFormatError(f"{name}, conversation {index}: not a JSON object")
             try:
                 yield convert(item)
-            except (ValueError, TypeError, KeyError) as exc:
+            except (ValueError, TypeError, KeyError, OverflowError, OSError) as exc:
                 raise ImportFormatError(f"{name}, conversation {index}: {exc}") from None
     except ijson.JSONError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "broken JSON"
