@@ -82,7 +82,8 @@ def setup_user(server: LiveServer, model: FakeModelServer) -> tuple[dict[str, st
         token = accounts.create_api_token(session, user, label="bench")
     headers = {"Authorization": f"Bearer {token}"}
     profile = httpx.post(
-        server.url + "/api/v1/profiles", headers=headers,
+        server.url + "/api/v1/profiles",
+        headers=headers,
         json={"name": "fake", "base_url": model.base_url, "model": "fake-model", "free": True},
     )
     profile.raise_for_status()
@@ -91,7 +92,8 @@ def setup_user(server: LiveServer, model: FakeModelServer) -> tuple[dict[str, st
 
 def new_conversation(server: LiveServer, headers: dict[str, str], profile_id: str) -> str:
     response = httpx.post(
-        server.url + "/api/v1/conversations", headers=headers,
+        server.url + "/api/v1/conversations",
+        headers=headers,
         json={"title": "bench", "profile_id": profile_id},
     )
     response.raise_for_status()
@@ -138,9 +140,11 @@ def bench_ttft(server: LiveServer, model: FakeModelServer, turns: int = 200) -> 
                 via.append(time.perf_counter() - started)
         time.sleep(0.5)
     overhead = statistics.median(via) - statistics.median(direct)
-    print(f"time to first token: direct {statistics.median(direct) * 1000:.2f} ms, "
-          f"through chatmem {statistics.median(via) * 1000:.2f} ms, "
-          f"overhead {overhead * 1000:.2f} ms (median of {turns}; bar {TTFT_BAR * 1000:.0f} ms)")
+    print(
+        f"time to first token: direct {statistics.median(direct) * 1000:.2f} ms, "
+        f"through chatmem {statistics.median(via) * 1000:.2f} ms, "
+        f"overhead {overhead * 1000:.2f} ms (median of {turns}; bar {TTFT_BAR * 1000:.0f} ms)"
+    )
     if overhead > TTFT_BAR:
         failures.append(f"TTFT overhead {overhead * 1000:.2f} ms > {TTFT_BAR * 1000:.0f} ms")
 
@@ -170,7 +174,9 @@ def bench_concurrent(server: LiveServer, model: FakeModelServer, count: int = 10
 
     async def all_turns() -> list[tuple[str, list[int], str]]:
         limits = httpx.Limits(max_connections=300, max_keepalive_connections=300)
-        async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=120, limits=limits) as client:
+        async with httpx.AsyncClient(
+            base_url=server.url, headers=headers, timeout=120, limits=limits
+        ) as client:
             return await asyncio.gather(*(one(client, cid) for cid in conversations))
 
     started = time.perf_counter()
@@ -185,16 +191,26 @@ def bench_concurrent(server: LiveServer, model: FakeModelServer, count: int = 10
             if text != answer:
                 problems.append(f"{run_id}: streamed text incomplete")
             run = session.get(Run, run_id)
-            stored = list(session.scalars(
-                select(RunEventRow.seq).where(RunEventRow.run_id == run_id).order_by(RunEventRow.seq)
-            ))
+            stored = list(
+                session.scalars(
+                    select(RunEventRow.seq)
+                    .where(RunEventRow.run_id == run_id)
+                    .order_by(RunEventRow.seq)
+                )
+            )
             if run is None or run.status != "completed":
                 problems.append(f"{run_id}: status {run.status if run else None}")
             if stored != ids:
-                problems.append(f"{run_id}: stored events differ from live ({len(stored)} vs {len(ids)})")
-            contents = list(session.scalars(
-                select(Message.content).where(Message.conversation_id == cid).order_by(Message.seq)
-            ))
+                problems.append(
+                    f"{run_id}: stored events differ from live ({len(stored)} vs {len(ids)})"
+                )
+            contents = list(
+                session.scalars(
+                    select(Message.content)
+                    .where(Message.conversation_id == cid)
+                    .order_by(Message.seq)
+                )
+            )
             if contents != ["go", answer]:
                 problems.append(f"{run_id}: messages {len(contents)}")
         ledger = session.scalar(
@@ -202,8 +218,10 @@ def bench_concurrent(server: LiveServer, model: FakeModelServer, count: int = 10
         )
     if ledger != count:
         problems.append(f"ledger rows {ledger} != {count}")
-    print(f"{count} concurrent streaming turns on SQLite: {elapsed:.2f} s, "
-          f"{'no lost event, message or ledger row' if not problems else problems[:5]}")
+    print(
+        f"{count} concurrent streaming turns on SQLite: {elapsed:.2f} s, "
+        f"{'no lost event, message or ledger row' if not problems else problems[:5]}"
+    )
     if problems:
         failures.append(f"concurrent turns: {len(problems)} problem(s)")
 
@@ -244,11 +262,15 @@ def bench_context(server: LiveServer, model: FakeModelServer, size: int = 10_000
     with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
         for draft in drafts[:30]:
             started = time.perf_counter()
-            client.get(f"/api/v1/conversations/{cid}/context", params={"draft": draft}).raise_for_status()
+            client.get(
+                f"/api/v1/conversations/{cid}/context", params={"draft": draft}
+            ).raise_for_status()
             http.append(time.perf_counter() - started)
-    print(f"context plan, {size:,} messages: handler median {handler * 1000:.2f} ms "
-          f"(bar {CONTEXT_BAR * 1000:.0f} ms), of which engine plan+statuses "
-          f"{engine_part * 1000:.2f} ms; over HTTP {statistics.median(http) * 1000:.2f} ms")
+    print(
+        f"context plan, {size:,} messages: handler median {handler * 1000:.2f} ms "
+        f"(bar {CONTEXT_BAR * 1000:.0f} ms), of which engine plan+statuses "
+        f"{engine_part * 1000:.2f} ms; over HTTP {statistics.median(http) * 1000:.2f} ms"
+    )
     if handler > CONTEXT_BAR:
         failures.append(f"context endpoint {handler * 1000:.2f} ms > {CONTEXT_BAR * 1000:.0f} ms")
 

@@ -58,12 +58,16 @@ class Chat:
     def turn(self, content: str) -> dict[str, Any]:
         return self.wait(self.start(content))
 
-    def events(self, run_id: str, *, after: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def events(
+        self, run_id: str, *, after: int | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         headers = dict(self.headers)
         if after is not None:
             headers["Last-Event-ID"] = str(after)
         out: list[dict[str, Any]] = []
-        with self.client.stream("GET", f"/api/v1/runs/{run_id}/events", headers=headers) as response:
+        with self.client.stream(
+            "GET", f"/api/v1/runs/{run_id}/events", headers=headers
+        ) as response:
             assert response.status_code == 200, response.read()
             assert response.headers["content-type"].startswith("text/event-stream")
             for event in parse_sse(response.iter_lines()):
@@ -78,8 +82,14 @@ class Chat:
 
         with self.client.app.state.db.session() as session:  # type: ignore[attr-defined]
             return [
-                {"id": m.id, "role": m.role, "content": m.content, "tool_calls": m.tool_calls,
-                 "tool_call_id": m.tool_call_id, "meta": m.meta or {}}
+                {
+                    "id": m.id,
+                    "role": m.role,
+                    "content": m.content,
+                    "tool_calls": m.tool_calls,
+                    "tool_call_id": m.tool_call_id,
+                    "meta": m.meta or {},
+                }
                 for m in history(session, self.conversation_id)
             ]
 
@@ -178,6 +188,8 @@ def summaries(chat: Chat) -> list[tuple[int, str, str]]:
         return [
             (s.version, s.text, s.through_message_id)
             for s in session.scalars(
-                select(Summary).where(Summary.conversation_id == chat.conversation_id).order_by(Summary.version)
+                select(Summary)
+                .where(Summary.conversation_id == chat.conversation_id)
+                .order_by(Summary.version)
             )
         ]

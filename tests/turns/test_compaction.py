@@ -20,7 +20,8 @@ def test_nothing_to_compress_with_fewer_than_two_pairs_CTX_11(chat: Chat) -> Non
     response = _compact(chat)
     assert response.status_code == 409  # type: ignore[attr-defined]
     assert response.json()["error"] == {  # type: ignore[attr-defined]
-        "code": "nothing_to_compress", "message": "Nothing to compress yet"
+        "code": "nothing_to_compress",
+        "message": "Nothing to compress yet",
     }
     price = chat.client.get(
         f"/api/v1/conversations/{chat.conversation_id}/compact/price", headers=chat.headers

@@ -57,7 +57,9 @@ async def _collect(it: AsyncIterator[RunEvent]) -> list[RunEvent]:
     return [e async for e in it]
 
 
-async def test_watch_replays_after_cursor_then_follows_live(pair: tuple[Coordinator, Coordinator]) -> None:
+async def test_watch_replays_after_cursor_then_follows_live(
+    pair: tuple[Coordinator, Coordinator],
+) -> None:
     owner, other = pair
     await owner.open_run("r1")
     for seq in (1, 2, 3):
@@ -74,7 +76,9 @@ async def test_watch_replays_after_cursor_then_follows_live(pair: tuple[Coordina
 async def test_several_watchers_see_the_same_events(pair: tuple[Coordinator, Coordinator]) -> None:
     owner, other = pair
     await owner.open_run("r2")
-    watchers = [asyncio.create_task(_collect(c.watch("r2", after=0))) for c in (owner, other, other)]
+    watchers = [
+        asyncio.create_task(_collect(c.watch("r2", after=0))) for c in (owner, other, other)
+    ]
     await asyncio.sleep(0.05)
     for seq in range(1, 6):
         await owner.publish("r2", _ev(seq))
@@ -103,7 +107,9 @@ async def test_unknown_run_is_not_live_and_watch_yields_nothing(
     assert await _collect(other.watch("nope", after=0)) == []
 
 
-async def test_stop_requested_elsewhere_sets_owner_signal(pair: tuple[Coordinator, Coordinator]) -> None:
+async def test_stop_requested_elsewhere_sets_owner_signal(
+    pair: tuple[Coordinator, Coordinator],
+) -> None:
     owner, other = pair
     signal = owner.stop_signal("r4")
     assert not signal.is_set()

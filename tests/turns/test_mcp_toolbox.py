@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from tests.support.mcp_server import McpServerProcess, running_mcp_server
 
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
 from chatmem.turns.tools import McpServerConfig, McpToolBox
-from tests.support.mcp_server import McpServerProcess, running_mcp_server
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,8 @@ def _open(mcp: McpServerProcess, settings: Settings, headers: dict[str, str]) ->
 
     async def go() -> McpToolBox:
         box = await McpToolBox.open(
-            [McpServerConfig("s1", "tools", mcp.url, headers)], EndpointPolicy.from_settings(settings)
+            [McpServerConfig("s1", "tools", mcp.url, headers)],
+            EndpointPolicy.from_settings(settings),
         )
         await box.aclose()
         return box
@@ -36,7 +37,10 @@ def test_tools_are_listed_as_openai_function_schemas_TURN_4(mcp: McpServerProces
     names = {s["function"]["name"] for s in box.schemas}
     assert names == {"echo", "add", "slow"}
     add = next(s for s in box.schemas if s["function"]["name"] == "add")
-    assert add["type"] == "function" and set(add["function"]["parameters"]["required"]) == {"a", "b"}
+    assert add["type"] == "function" and set(add["function"]["parameters"]["required"]) == {
+        "a",
+        "b",
+    }
     assert box.server_for("add") == "s1"
 
 

@@ -46,7 +46,9 @@ def _free_port() -> int:
 def _model_server() -> Iterator[RemoteModelServer]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.support.model_server", "--port", "0"],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -80,7 +82,10 @@ class Server:
         )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "chatmem", "serve", "--port", str(self.port)],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -121,16 +126,33 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 token = accounts.create_api_token(session, admin, label="test")
             headers = {"Authorization": f"Bearer {token}"}
             api = httpx.Client(base_url=server.url, headers=headers, timeout=30)
-            profile = api.post("/api/v1/profiles", json={
-                "name": "fake", "base_url": model.base_url, "model": "fake-model", "free": True,
-            })
+            profile = api.post(
+                "/api/v1/profiles",
+                json={
+                    "name": "fake",
+                    "base_url": model.base_url,
+                    "model": "fake-model",
+                    "free": True,
+                },
+            )
             assert profile.status_code == 201, profile.text
-            created = api.post("/api/v1/mcp-servers", json={
-                "name": "tools", "url": mcp.url, "bearer_token": "mcp-secret",
-            })
+            created = api.post(
+                "/api/v1/mcp-servers",
+                json={
+                    "name": "tools",
+                    "url": mcp.url,
+                    "bearer_token": "mcp-secret",
+                },
+            )
             assert created.status_code == 201, created.text
-            yield {"server": server, "model": model, "mcp": mcp, "api": api, "db": db,
-                   "profile_id": profile.json()["id"]}
+            yield {
+                "server": server,
+                "model": model,
+                "mcp": mcp,
+                "api": api,
+                "db": db,
+                "profile_id": profile.json()["id"],
+            }
             api.close()
             db.dispose()
         finally:
@@ -139,9 +161,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture
 def conversation(world: dict[str, Any]) -> str:
-    response = world["api"].post("/api/v1/conversations", json={
-        "title": "kill", "profile_id": world["profile_id"],
-    })
+    response = world["api"].post(
+        "/api/v1/conversations",
+        json={
+            "title": "kill",
+            "profile_id": world["profile_id"],
+        },
+    )
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
 
@@ -158,9 +184,13 @@ def _events_until(api: httpx.Client, run_id: str, predicate: Any) -> list[dict[s
 
 def _history(db: Database, conversation_id: str) -> list[Message]:
     with db.session() as session:
-        return list(session.scalars(
-            select(Message).where(Message.conversation_id == conversation_id).order_by(Message.seq)
-        ))
+        return list(
+            session.scalars(
+                select(Message)
+                .where(Message.conversation_id == conversation_id)
+                .order_by(Message.seq)
+            )
+        )
 
 
 def _start(api: httpx.Client, conversation_id: str, content: str) -> str:

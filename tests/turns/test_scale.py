@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from tests.conftest import skip_or_fail
+from tests.support.app import _PostgresPool
+from tests.support.model_server import FakeModelServer
+from tests.turns.conftest import Chat, make_chat
 
 from chatmem.settings import Settings
 from chatmem.store.tables.runs import Run
 from chatmem.turns import runs
 from chatmem.web.app import create_app
-from tests.conftest import skip_or_fail
-from tests.support.app import _PostgresPool
-from tests.support.model_server import FakeModelServer
-from tests.turns.conftest import Chat, make_chat
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -87,8 +87,11 @@ def test_a_dead_replicas_run_is_interrupted_by_a_survivor_SCALE_2(
     chat = make_chat(a, model_server)
     with a.app.state.db.session() as session:  # type: ignore[attr-defined]
         run = runs.create_run(
-            session, user_id=chat.user.id, conversation_id=chat.conversation_id,
-            user_message_id=None, replica_id="replica-that-died",
+            session,
+            user_id=chat.user.id,
+            conversation_id=chat.conversation_id,
+            user_message_id=None,
+            replica_id="replica-that-died",
         )
         run_id = run.id
     interrupted = b.portal.call(b.app.state.turns.recover)  # type: ignore[attr-defined,union-attr]

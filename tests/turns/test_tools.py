@@ -18,7 +18,9 @@ def mcp() -> Iterator[McpServerProcess]:
 
 
 @pytest.fixture
-def tool_chat(turn_client: TestClient, model_server: FakeModelServer, mcp: McpServerProcess) -> Chat:
+def tool_chat(
+    turn_client: TestClient, model_server: FakeModelServer, mcp: McpServerProcess
+) -> Chat:
     chat = make_chat(turn_client, model_server, admin=True)
     response = turn_client.post(
         "/api/v1/mcp-servers",
@@ -40,14 +42,18 @@ def test_tool_call_goes_through_mcp_and_its_result_is_stored_TURN_4(
     kinds = [e["event"] for e in events]
     assert kinds.index("tool_call") < kinds.index("tool_result") < kinds.index("done")
     result = next(e for e in events if e["event"] == "tool_result")["data"]
-    assert result["id"] == "call_add" and result["content"] == "5" and result["status"] == "completed"
+    assert (
+        result["id"] == "call_add" and result["content"] == "5" and result["status"] == "completed"
+    )
     assert mcp.stats()["calls"]["add"] == before + 1
     # The tools were offered, and the second request carried the call and its result.
     first, second = tool_chat.model.chat_requests[-2:]
     offered = {t["function"]["name"] for t in first.body["tools"]}
     assert {"echo", "add", "slow"} <= offered
-    assert any(m["role"] == "tool" and m["tool_call_id"] == "call_add" and m["content"] == "5"
-               for m in second.messages)
+    assert any(
+        m["role"] == "tool" and m["tool_call_id"] == "call_add" and m["content"] == "5"
+        for m in second.messages
+    )
     history = tool_chat.messages()
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
     assert history[-1]["content"] == "2 + 3 = 5."

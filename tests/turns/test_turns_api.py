@@ -17,7 +17,10 @@ def test_turn_streams_deltas_then_done_and_stores_the_answer_TURN_1(chat: Chat) 
     kinds = [e["event"] for e in events]
     assert kinds[-1] == "done" and "delta" in kinds
     assert [e["id"] for e in events] == list(range(1, len(events) + 1))
-    assert "".join(e["data"]["text"] for e in events if e["event"] == "delta") == "Hello there, friend!"
+    assert (
+        "".join(e["data"]["text"] for e in events if e["event"] == "delta")
+        == "Hello there, friend!"
+    )
     run = chat.wait(run_id)
     assert run["status"] == "completed"
     assert run["usage"] == {"prompt_tokens": 120, "completion_tokens": 7}
@@ -138,7 +141,9 @@ def test_provider_context_length_error_gives_the_ctx19_message(chat: Chat) -> No
 def test_a_message_too_large_for_the_window_is_refused_TURN_5(
     turn_client: TestClient, model_server: FakeModelServer
 ) -> None:
-    chat = make_chat(turn_client, model_server, profile={"context_window": 8192, "answer_reserve": 1024})
+    chat = make_chat(
+        turn_client, model_server, profile={"context_window": 8192, "answer_reserve": 1024}
+    )
     response = chat.submit("word " * 40_000)
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "does_not_fit"
@@ -146,7 +151,9 @@ def test_a_message_too_large_for_the_window_is_refused_TURN_5(
     assert model_server.chat_requests == []
 
 
-def test_foreign_runs_answer_404_STORE_1(turn_client: TestClient, model_server: FakeModelServer) -> None:
+def test_foreign_runs_answer_404_STORE_1(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
     alice = make_chat(turn_client, model_server, name="alice")
     mallory = make_chat(turn_client, model_server, name="mallory")
     run_id = alice.start("Secret")
@@ -175,7 +182,10 @@ def test_guard_ends_a_long_turn_with_a_note_and_it_can_continue(
     assert run["status"] == "completed"
     assert "limit" in run["note"]
     messages = chat.messages()
-    assert messages[-1]["role"] == "assistant" and "Send a message to continue" in messages[-1]["content"]
+    assert (
+        messages[-1]["role"] == "assistant"
+        and "Send a message to continue" in messages[-1]["content"]
+    )
     # Every tool call has its result (CTX-20), even when the tool is unknown.
     calls = [c["id"] for m in messages for c in (m.get("tool_calls") or [])]
     answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
-
 from tests.support.model_server import FakeModelServer
 from tests.turns.conftest import make_chat, seed_pairs
 
@@ -41,7 +40,8 @@ def test_exhausted_usage_refuses_a_paid_compaction_CTX_11(
     )
     assert response.status_code == 402
     assert response.json()["error"] == {
-        "code": "insufficient_credits", "message": "Not enough credits to compress the memory"
+        "code": "insufficient_credits",
+        "message": "Not enough credits to compress the memory",
     }
 
 
@@ -52,9 +52,13 @@ def test_a_second_extension_request_says_admins_were_notified_USE_3(
     first = turn_client.post("/api/v1/usage/extension-requests", headers=chat.headers).json()
     second = turn_client.post("/api/v1/usage/extension-requests", headers=chat.headers).json()
     assert first["notified"] is True
-    assert second["notified"] is False and second["message"] == "Administrators were already notified"
+    assert (
+        second["notified"] is False and second["message"] == "Administrators were already notified"
+    )
     other = make_chat(turn_client, model_server, name="bob")
-    assert turn_client.post("/api/v1/usage/extension-requests", headers=other.headers).json()["notified"]
+    assert turn_client.post("/api/v1/usage/extension-requests", headers=other.headers).json()[
+        "notified"
+    ]
 
 
 def test_reported_usage_calibrates_the_estimate_upwards_CTX_2(
@@ -66,7 +70,8 @@ def test_reported_usage_calibrates_the_estimate_upwards_CTX_2(
     def draft_tokens() -> int:
         plan = turn_client.get(
             f"/api/v1/conversations/{chat.conversation_id}/context",
-            params={"draft": draft}, headers=chat.headers,
+            params={"draft": draft},
+            headers=chat.headers,
         ).json()
         return int(plan["tokens"]["messages"])
 
@@ -83,7 +88,12 @@ def test_exhausted_usage_answers_with_the_fallback_model_USE_3(
     chat = make_chat(turn_client, model_server)
     fallback = turn_client.post(
         "/api/v1/profiles",
-        json={"name": "fallback", "base_url": model_server.base_url, "model": "fake-model-mini", "free": True},
+        json={
+            "name": "fallback",
+            "base_url": model_server.base_url,
+            "model": "fake-model-mini",
+            "free": True,
+        },
         headers=chat.headers,
     ).json()["id"]
     settings = turn_client.app.state.settings  # type: ignore[attr-defined]
@@ -95,4 +105,7 @@ def test_exhausted_usage_answers_with_the_fallback_model_USE_3(
     model_server.reply("Fallback answer.")
     chat.turn("Second")
     assert model_server.chat_requests[-1].body["model"] == "fake-model-mini"
-    assert turn_client.get("/api/v1/usage", headers=chat.headers).json()["fallback_profile_id"] == fallback
+    assert (
+        turn_client.get("/api/v1/usage", headers=chat.headers).json()["fallback_profile_id"]
+        == fallback
+    )

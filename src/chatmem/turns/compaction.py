@@ -57,9 +57,7 @@ class CompactionOutcome:
 
 def client_for(target: ModelTarget, settings: Settings) -> ModelClient:
     if target.endpoint is None:
-        raise ProviderError(
-            "This conversation has no model profile: choose a model for it first."
-        )
+        raise ProviderError("This conversation has no model profile: choose a model for it first.")
     return ModelClient(
         target.endpoint, EndpointPolicy.from_settings(settings), timeout=settings.model_timeout
     )
@@ -111,7 +109,9 @@ async def run_compaction(
         with anyio.fail_after(settings.model_timeout):
             completion = await client.complete(list(request.prompt))
     except TimeoutError:
-        raise ProviderUnreachable("The summariser did not answer in time; memory is unchanged.") from None
+        raise ProviderUnreachable(
+            "The summariser did not answer in time; memory is unchanged."
+        ) from None
     finally:
         if clients is None:
             await client.aclose()

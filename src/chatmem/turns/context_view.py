@@ -67,23 +67,36 @@ class ContextCache:
 
 
 def _version_key(session: Session, row: Conversation) -> tuple[Any, ...]:
-    last_seq = select(func.max(Message.seq)).where(Message.conversation_id == row.id).scalar_subquery()
+    last_seq = (
+        select(func.max(Message.seq)).where(Message.conversation_id == row.id).scalar_subquery()
+    )
     summary = (
         select(func.max(Summary.version)).where(Summary.conversation_id == row.id).scalar_subquery()
     )
-    files = (
-        select(func.count(File.id), func.max(File.created_at))
-        .where(File.conversation_id == row.id)
+    files = select(func.count(File.id), func.max(File.created_at)).where(
+        File.conversation_id == row.id
     )
     seq, version = session.execute(select(last_seq, summary)).one()
     file_count, file_time = session.execute(files).one()
     file_states = (
-        tuple(session.execute(select(File.id, File.state, File.message_id)
-                              .where(File.conversation_id == row.id)).all())
+        tuple(
+            session.execute(
+                select(File.id, File.state, File.message_id).where(File.conversation_id == row.id)
+            ).all()
+        )
         if file_count
         else ()
     )
-    return (row.updated_at, row.mode, row.profile_id, seq, version, file_count, file_time, file_states)
+    return (
+        row.updated_at,
+        row.mode,
+        row.profile_id,
+        seq,
+        version,
+        file_count,
+        file_time,
+        file_states,
+    )
 
 
 def plan_for(
@@ -99,7 +112,11 @@ def plan_for(
         raise NotFound("conversation")
     target = resolve_target(session, user_id, row.profile_id)
     profile = target.engine_profile
-    key = (*_version_key(session, row), profile, tuple(t.get("function", {}).get("name", "") for t in tools))
+    key = (
+        *_version_key(session, row),
+        profile,
+        tuple(t.get("function", {}).get("name", "") for t in tools),
+    )
     conversation = cache.get(conversation_id, key)
     if conversation is None:
         from chatmem.store.engine import load_engine_conversation
@@ -115,7 +132,10 @@ def plan_for(
         return cached
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
     plan = engine.plan(
-        conversation, profile, mode=mode, draft=draft or None,
+        conversation,
+        profile,
+        mode=mode,
+        draft=draft or None,
         tokenizer=calibrated_tokenizer(session, target),
     )
     result = plan_json(plan)

@@ -129,7 +129,8 @@ class LocalCoordinator(Coordinator):
     def _prune(self) -> None:
         now = time.monotonic()
         for run_id in [
-            r for r, log in self._logs.items()
+            r
+            for r, log in self._logs.items()
             if log.finished_at is not None and now - log.finished_at > self._linger
         ]:
             del self._logs[run_id]

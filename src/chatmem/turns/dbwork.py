@@ -54,9 +54,7 @@ async def work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) ->
 
 async def read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Like :func:`work` for units that only read: they never wait for a writer."""
-    return await anyio.to_thread.run_sync(
-        lambda: work_sync(db, fn, *args, _write=False, **kwargs)
-    )
+    return await anyio.to_thread.run_sync(lambda: work_sync(db, fn, *args, _write=False, **kwargs))
 
 
 __all__ = ["Session", "work", "work_sync"]

@@ -28,7 +28,9 @@ class RunEvent:
         return self.type in TERMINAL
 
     def to_json(self) -> str:
-        return json.dumps({"seq": self.seq, "type": self.type, "data": self.data}, ensure_ascii=False)
+        return json.dumps(
+            {"seq": self.seq, "type": self.type, "data": self.data}, ensure_ascii=False
+        )
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunEvent:

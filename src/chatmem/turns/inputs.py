@@ -70,7 +70,9 @@ class TurnInputs:
 def price(prices: Prices | None, prompt_tokens: int, completion_tokens: int) -> float:
     if prices is None or prices.free:
         return 0.0
-    return (prompt_tokens * prices.input_per_mtok + completion_tokens * prices.output_per_mtok) / 1e6
+    return (
+        prompt_tokens * prices.input_per_mtok + completion_tokens * prices.output_per_mtok
+    ) / 1e6
 
 
 def owned_conversation_row(session: Session, user_id: str, conversation_id: str) -> Conversation:
@@ -181,7 +183,11 @@ def load_inputs(
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
     plan = (
         engine.plan(
-            conversation, profile, mode=mode, draft=draft, turn_start=turn_start,
+            conversation,
+            profile,
+            mode=mode,
+            draft=draft,
+            turn_start=turn_start,
             tokenizer=calibrated_tokenizer(session, target),
         )
         if with_plan

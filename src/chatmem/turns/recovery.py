@@ -65,17 +65,23 @@ def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -
         return
     last_step = max(int(d.data.get("step", 0)) for d in deltas)
     for message in session.scalars(
-        select(Message).where(
-            Message.conversation_id == conversation.id, Message.role == "assistant"
-        ).order_by(Message.seq.desc()).limit(50)
+        select(Message)
+        .where(Message.conversation_id == conversation.id, Message.role == "assistant")
+        .order_by(Message.seq.desc())
+        .limit(50)
     ):
         meta = message.meta or {}
         if meta.get("run_id") == run.id and meta.get("step") == last_step:
             return  # the step was checkpointed
-    text = "".join(str(d.data.get("text", "")) for d in deltas if d.data.get("step", 0) == last_step)
+    text = "".join(
+        str(d.data.get("text", "")) for d in deltas if d.data.get("step", 0) == last_step
+    )
     if text:
         append_message(
-            session, conversation, "assistant", text,
+            session,
+            conversation,
+            "assistant",
+            text,
             meta={"run_id": run.id, "step": last_step, "interrupted": True},
         )
 
@@ -94,10 +100,11 @@ def _mark_unknown_tool_calls(session: Session, run: Run, conversation: Conversat
         )
         if answered is None:
             append_message(
-                session, conversation, "tool", UNKNOWN_TOOL_RESULT,
+                session,
+                conversation,
+                "tool",
+                UNKNOWN_TOOL_RESULT,
                 tool_call_id=call.call_id,
                 meta={"run_id": run.id, "tool": call.name, "status": "unknown"},
             )
         runs.tool_finished(session, call.id, "unknown", UNKNOWN_TOOL_RESULT)
-
-

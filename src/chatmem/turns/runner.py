@@ -82,7 +82,9 @@ class _Tally:
     iterations: int = 0
     tool_calls: int = 0
     last_message_id: str | None = None
-    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0}
+    )
     cost: float = 0.0
 
 
@@ -183,7 +185,9 @@ class TurnRunner:
             if self._tally.iterations >= settings.turn_max_iterations:
                 return await self._guard(f"{settings.turn_max_iterations} model requests")
             first, self.job.first_inputs = self.job.first_inputs, None
-            inputs = first if first is not None and not toolbox.schemas else await self._inputs(toolbox)
+            inputs = (
+                first if first is not None and not toolbox.schemas else await self._inputs(toolbox)
+            )
             plan = inputs.plan
             if plan.compaction.needed and plan.compaction.request is not None:
                 await self._compact(inputs)
@@ -203,8 +207,12 @@ class TurnRunner:
     async def _inputs(self, toolbox: ToolBox) -> TurnInputs:
         def load(session: Any) -> TurnInputs:
             return load_inputs(
-                session, self.job.conversation_id, toolbox.schemas, self.job.user_message_id,
-                secrets=self._secrets, profile_override=self.job.profile_override,
+                session,
+                self.job.conversation_id,
+                toolbox.schemas,
+                self.job.user_message_id,
+                secrets=self._secrets,
+                profile_override=self.job.profile_override,
             )
 
         return await read(self._db, load)
@@ -234,7 +242,8 @@ class TurnRunner:
         async def consume() -> None:
             nonlocal usage
             async for event in client.stream(
-                inputs.plan.messages, tools=inputs.tools or None,
+                inputs.plan.messages,
+                tools=inputs.tools or None,
                 max_tokens=None,
             ):
                 if isinstance(event, TextDelta):
@@ -304,25 +313,43 @@ class TurnRunner:
             server_id = toolbox.server_for(call.name)
             await self._journal.emit(
                 "tool_call",
-                {"id": call.id, "name": call.name, "arguments": call.arguments,
-                 "message_id": self._tally.last_message_id},
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "message_id": self._tally.last_message_id,
+                },
             )
             row_id = await self._db_call(
                 _tool_started_row,
-                dict(run_id=self.job.run_id, conversation_id=self.job.conversation_id,
-                     call_id=call.id, name=call.name, arguments=call.arguments,
-                     message_id=self._tally.last_message_id, server_id=server_id),
+                dict(
+                    run_id=self.job.run_id,
+                    conversation_id=self.job.conversation_id,
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                    message_id=self._tally.last_message_id,
+                    server_id=server_id,
+                ),
             )
             await self._journal.flush()
             try:
-                outcome: ToolOutcome = await self._race_stop(toolbox.call(call.name, call.arguments))
+                outcome: ToolOutcome = await self._race_stop(
+                    toolbox.call(call.name, call.arguments)
+                )
             except _Stopped:
-                await self._tool_result(call, UNKNOWN_RESULT.format(why="stopped"), "unknown", row_id)
+                await self._tool_result(
+                    call, UNKNOWN_RESULT.format(why="stopped"), "unknown", row_id
+                )
                 raise
-            await self._tool_result(call, outcome.text, "failed" if outcome.is_error else "completed", row_id)
+            await self._tool_result(
+                call, outcome.text, "failed" if outcome.is_error else "completed", row_id
+            )
         return True
 
-    async def _tool_result(self, call: ToolCall, text: str, status: str, row_id: str | None) -> None:
+    async def _tool_result(
+        self, call: ToolCall, text: str, status: str, row_id: str | None
+    ) -> None:
         message_id = await self._store(
             "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
         )
@@ -330,8 +357,13 @@ class TurnRunner:
             await self._db_call(_tool_finished_row, row_id, status, text)
         await self._journal.emit(
             "tool_result",
-            {"id": call.id, "name": call.name, "content": text, "status": status,
-             "message_id": message_id},
+            {
+                "id": call.id,
+                "name": call.name,
+                "content": text,
+                "status": status,
+                "message_id": message_id,
+            },
         )
 
     async def _guard(self, what: str) -> str:
@@ -348,12 +380,21 @@ class TurnRunner:
         else:
             await self._journal.emit(
                 "done",
-                {"status": status, "message_id": self._tally.last_message_id, "note": note,
-                 "usage": self._tally.usage, "cost": round(self._tally.cost, 8)},
+                {
+                    "status": status,
+                    "message_id": self._tally.last_message_id,
+                    "note": note,
+                    "usage": self._tally.usage,
+                    "cost": round(self._tally.cost, 8),
+                },
             )
         await self._db_call(
-            _finish_row, self.job.run_id, status,
-            error[0] if error else None, error[1] if error else None, note,
+            _finish_row,
+            self.job.run_id,
+            status,
+            error[0] if error else None,
+            error[1] if error else None,
+            note,
         )
 
 

@@ -91,12 +91,12 @@ def store_events(session: Session, run_id: str, events: Sequence[RunEvent]) -> N
         RunEventRow(run_id=run_id, seq=e.seq, type=e.type, data=e.data, created_at=now)
         for e in events
     )
-    session.execute(
-        update(Run).where(Run.id == run_id).values(last_seq=max(e.seq for e in events))
-    )
+    session.execute(update(Run).where(Run.id == run_id).values(last_seq=max(e.seq for e in events)))
 
 
-def events_after(session: Session, run_id: str, after: int, limit: int | None = None) -> list[RunEvent]:
+def events_after(
+    session: Session, run_id: str, after: int, limit: int | None = None
+) -> list[RunEvent]:
     query = (
         select(RunEventRow)
         .where(RunEventRow.run_id == run_id, RunEventRow.seq > after)
@@ -147,6 +147,7 @@ def heartbeat(session: Session, run_ids: Iterable[str], replica_id: str) -> None
 
 # --- tool calls ---------------------------------------------------------------------------
 
+
 def tool_started(
     session: Session,
     *,
@@ -192,6 +193,7 @@ def run_tool_calls(session: Session, run_id: str) -> list[ToolCallRow]:
 
 
 # --- usage ledger (USE-1) -----------------------------------------------------------------
+
 
 def record_usage(
     session: Session,
@@ -253,6 +255,7 @@ def spent_since(session: Session, user_id: str, since: datetime) -> float:
 
 
 # --- public shapes ------------------------------------------------------------------------
+
 
 def run_public(run: Run) -> dict[str, Any]:
     return {

@@ -107,7 +107,9 @@ class TurnService:
     async def start(self) -> None:
         await self.coordinator.start()
         await self.recover()
-        self._background = asyncio.create_task(self._heartbeat_loop(), name="chatmem-turns-heartbeat")
+        self._background = asyncio.create_task(
+            self._heartbeat_loop(), name="chatmem-turns-heartbeat"
+        )
 
     async def close(self) -> None:
         self._closing = True
@@ -218,7 +220,9 @@ class TurnService:
                 )
             except IntegrityError:
                 # A concurrent retry with the same key won the race: answer with its run.
-                existing = await self._read(runs.run_for_idempotency_key, user_id, idempotency_key or "")
+                existing = await self._read(
+                    runs.run_for_idempotency_key, user_id, idempotency_key or ""
+                )
                 if existing is None:
                     raise
                 await self.coordinator.release(name, token)
@@ -229,7 +233,10 @@ class TurnService:
         self._locks[run_id] = (name, token)
         await self.coordinator.open_run(run_id)
         job = TurnJob(
-            run_id, user_id, conversation_id, message_id,
+            run_id,
+            user_id,
+            conversation_id,
+            message_id,
             profile_override=inputs.target.profile_id if inputs.target.profile_id else None,
             first_inputs=inputs,
         )
@@ -267,7 +274,11 @@ class TurnService:
         owned_conversation_row(session, user_id, conversation_id)
         fallback = usage.fallback_profile(session, user_id, self.settings)
         inputs = load_inputs(
-            session, conversation_id, draft=content, user_id=user_id, profile_override=fallback,
+            session,
+            conversation_id,
+            draft=content,
+            user_id=user_id,
+            profile_override=fallback,
             secrets=self.secrets,
         )
         inputs.plan.require_fit()
@@ -277,14 +288,14 @@ class TurnService:
         if file_ids:
             found = set(
                 session.scalars(
-                    select(File.id).where(File.id.in_(file_ids), File.conversation_id == conversation_id)
+                    select(File.id).where(
+                        File.id.in_(file_ids), File.conversation_id == conversation_id
+                    )
                 )
             )
             if found != set(file_ids):
                 raise NotFound("file")
-            session.execute(
-                update(File).where(File.id.in_(file_ids)).values(message_id=message_id)
-            )
+            session.execute(update(File).where(File.id.in_(file_ids)).values(message_id=message_id))
         run = runs.create_run(
             session,
             user_id=user_id,
@@ -376,6 +387,7 @@ def stale_before(seconds: float) -> Any:
 
 # --- manual compaction (CTX-11, CTX-12) -----------------------------------------------------
 
+
 def _compaction_plan(
     session: Any, user_id: str, conversation_id: str, focus: str | None, secrets: Any = None
 ) -> tuple[TurnInputs, Any]:
@@ -395,8 +407,12 @@ async def compaction_price(
 ) -> dict[str, Any]:
     _, request = await service._read(_compaction_plan, user_id, conversation_id, focus)
     if request is None:
-        return {"available": False, "price": 0.0, "currency": "USD",
-                "message": "Nothing to compress yet"}
+        return {
+            "available": False,
+            "price": 0.0,
+            "currency": "USD",
+            "message": "Nothing to compress yet",
+        }
     return {
         "available": True,
         "price": round(float(request.estimated_cost), 8),
@@ -421,10 +437,18 @@ async def compact_now(
             raise NothingToCompress()
         from chatmem.turns.usage import check_can_spend
 
-        await service._read(check_can_spend, user_id, service.settings, float(request.estimated_cost))
+        await service._read(
+            check_can_spend, user_id, service.settings, float(request.estimated_cost)
+        )
         outcome = await run_compaction(
-            service.db, service.settings, inputs, request=request, kind="compaction",
-            user_id=user_id, focus=focus, clients=service.clients,
+            service.db,
+            service.settings,
+            inputs,
+            request=request,
+            kind="compaction",
+            user_id=user_id,
+            focus=focus,
+            clients=service.clients,
         )
     finally:
         await service.coordinator.release(lock_name(conversation_id), token)

@@ -71,15 +71,23 @@ def _pinned_http_client(policy: EndpointPolicy, headers: Mapping[str, str]) -> A
         def __init__(self) -> None:
             self._inner = httpcore2.AnyIOBackend()
 
-        async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                              local_address: str | None = None,
-                              socket_options: Any = None) -> Any:
+        async def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> Any:
             addresses = await anyio.to_thread.run_sync(policy.checked_addresses, host, port)
             last: Exception | None = None
             for address in addresses:
                 try:
                     return await self._inner.connect_tcp(
-                        address, port, timeout=timeout, local_address=local_address,
+                        address,
+                        port,
+                        timeout=timeout,
+                        local_address=local_address,
                         socket_options=socket_options,
                     )
                 except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
@@ -115,7 +123,9 @@ def _result_text(result: Any) -> str:
             parts.append(text)
         else:
             dump = block.model_dump(mode="json") if hasattr(block, "model_dump") else str(block)
-            parts.append(json.dumps(dump, ensure_ascii=False) if not isinstance(dump, str) else dump)
+            parts.append(
+                json.dumps(dump, ensure_ascii=False) if not isinstance(dump, str) else dump
+            )
     if not parts and getattr(result, "structured_content", None) is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return "\n".join(parts)
@@ -191,7 +201,9 @@ class McpToolBox(ToolBox):
         try:
             result = await self._clients[server_id].call_tool(tool, args)
         except Exception as exc:
-            return ToolOutcome(f"The tool failed: {type(exc).__name__}: {exc}"[:2000], is_error=True)
+            return ToolOutcome(
+                f"The tool failed: {type(exc).__name__}: {exc}"[:2000], is_error=True
+            )
         return ToolOutcome(_result_text(result), is_error=bool(getattr(result, "is_error", False)))
 
     async def aclose(self) -> None:

@@ -58,9 +58,7 @@ async def start_turn(
         file_ids=body.file_ids,
         idempotency_key=idempotency_key or None,
     )
-    return JSONResponse(
-        {"run_id": submitted.run_id, "created": submitted.created}, status_code=202
-    )
+    return JSONResponse({"run_id": submitted.run_id, "created": submitted.created}, status_code=202)
 
 
 @router.get("/{conversation_id}/runs")
