@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
+from tests.support.mcp_server import running_mcp_server
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import Server, make_conversation, make_profile
 
@@ -192,6 +193,38 @@ def test_tool_calls_and_results_are_shown(alice: Any, server: Server, profiles: 
     call.locator("summary").click()
     expect(call.locator("pre")).to_have_text('{"q": "cats"}')
     result = alice.locator(".tool-result")
-    expect(result.locator("summary")).to_have_text("Tool result")
+    expect(result.locator("summary")).to_have_text("Tool result: search")
     result.locator("summary").click()
     expect(result.locator("pre")).to_have_text("3 results about cats")
+
+
+def test_turn4_live_tool_calls_and_results_stream_into_the_feed(
+    alice: Any, server: Server, model: FakeModelServer, profiles: Any
+) -> None:
+    server.add_user("toolsadmin", admin=True)
+    with running_mcp_server(token="mcp-secret") as mcp, server.api("toolsadmin") as admin:
+        created = admin.post(
+            "/api/v1/mcp-servers",
+            json={"name": "tools", "url": mcp.url, "bearer_token": "mcp-secret"},
+        )
+        assert created.status_code == 201, created.text
+        try:
+            model.tool_call("add", {"a": 2, "b": 3}, id="call_add")
+            model.reply("Two plus three is 5.", delay=0.02)
+            alice.get_by_role("textbox", name="Message").fill("What is 2 + 3? Use the tool.")
+            alice.get_by_role("textbox", name="Message").press("Enter")
+            call = alice.locator(".tool-call").first
+            expect(call.locator("summary")).to_have_text("Tool call: add")
+            result = alice.locator(".tool-result").first
+            expect(result.locator("summary")).to_have_text("Tool result: add")
+            expect(alice.locator(".message.role-assistant").last).to_contain_text(
+                "Two plus three is 5."
+            )
+            expect(alice.get_by_role("button", name="Send")).to_be_visible()
+            # After the run the stored history shows the same call and result.
+            alice.reload()
+            expect(alice.locator(".tool-call summary")).to_have_text("Tool call: add")
+            alice.locator(".tool-result summary").click()
+            expect(alice.locator(".tool-result pre")).to_contain_text("5")
+        finally:
+            admin.delete(f"/api/v1/mcp-servers/{created.json()['id']}")

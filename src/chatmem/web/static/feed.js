@@ -20,7 +20,7 @@
     out_of_memory: "Does not fit in the memory, or memory is off",
   };
 
-  const state = { conversationId: "", all: [], firstRendered: 0, status: {}, summary: null, nodes: new Map() };
+  const state = { conversationId: "", all: [], firstRendered: 0, status: {}, summary: null, nodes: new Map(), toolNames: new Map() };
 
   function statusOf(m) {
     return state.status[m.id] || m.status || m.memory_status || (m.excluded ? "excluded" : "in_memory");
@@ -54,7 +54,7 @@
     node.querySelector(".role").textContent = roleLabel(m.role);
     const content = node.querySelector(".content");
     if (m.role === "tool") {
-      content.append(toolResultBox(m.content, m.name || (m.meta && m.meta.tool_name)));
+      content.append(toolResultBox(m.content, m.name || state.toolNames.get(m.tool_call_id)));
     } else {
       if (m.content) content.append(document.createTextNode(m.content));
       for (const call of m.tool_calls || []) content.append(toolCallBox(call));
@@ -168,6 +168,11 @@
 
   function setMessages(messages, summary) {
     state.all = messages;
+    // A stored tool result names its call only by id: find the tool's name on the call.
+    state.toolNames = new Map();
+    for (const m of messages) {
+      for (const call of m.tool_calls || []) state.toolNames.set(call.id, (call.function || call).name);
+    }
     state.summary = summary || null;
     state.nodes.clear();
     list.replaceChildren();
