@@ -40,7 +40,7 @@ from chatmem.store.quotas import UNLIMITED
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Message, Summary
 
-FIXTURE_VERSION = "2"
+FIXTURE_VERSION = "3"
 DATA = Path(__file__).resolve().parent / "_data"
 PG_URL = os.environ.get("CHATMEM_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 LIST_BAR = 0.050

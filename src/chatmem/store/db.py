@@ -25,6 +25,8 @@ from chatmem.errors import ConfigurationError
 from chatmem.settings import Settings
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+SQLITE_MMAP_BYTES = 256 * 1024 * 1024
+SQLITE_CACHE_KIB = 32 * 1024
 # Any constant shared by every replica; identifies "chatmem schema migration" for pg locks.
 _PG_MIGRATION_LOCK = 7_245_113_901
 
@@ -135,6 +137,10 @@ def _tune_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        # Random reads (full-text hits → messages → conversations) dominate search on big
+        # databases: read through the OS page cache (mmap) and keep a larger page cache.
+        cursor.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
+        cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

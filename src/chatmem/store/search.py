@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import ColumnElement, column, literal_column, select, table, text, union
+from sqlalchemy import ColumnElement, literal_column, select, text, union
 from sqlalchemy.orm import Session, aliased
 
 from chatmem.store.tables.conversations import Conversation, Message
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_WORDS = 16
-# The FTS5 virtual table (created in revision 0001_core; not an ORM model).
-_FTS = table("messages_fts", column("rowid"))
 
 
 def words(query: str) -> list[str]:
@@ -66,10 +64,18 @@ def matching_conversation_ids(session: Session, user_id: str, query: str) -> Col
         match = fts5_query(query)
         if match is None:
             return Conversation.id.in_(by_title)
+        # SQLite would read each hit's whole (large) row by rowid; the covering index
+        # ix_messages_num_conversation is far denser.  SQLAlchemy renders no SQLite table
+        # hints, hence the textual FROM.
         hits = (
-            select(Message.conversation_id)
-            .join(_FTS, _FTS.c.rowid == Message.num)
-            .where(literal_column("messages_fts").op("MATCH")(match))
+            select(literal_column("m.conversation_id"))
+            .select_from(
+                text(
+                    "messages_fts JOIN messages AS m INDEXED BY ix_messages_num_conversation "
+                    "ON m.num = messages_fts.rowid"
+                )
+            )
+            .where(text("messages_fts MATCH :fts_query").bindparams(fts_query=match))
         )
     else:
         ts = tsquery(query)

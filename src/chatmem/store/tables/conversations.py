@@ -87,6 +87,8 @@ class Message(Base):
     __tablename__ = "messages"
     __table_args__ = (
         UniqueConstraint("conversation_id", "seq", name="uq_messages_conversation_id_seq"),
+        # Search: full-text hit (num) → conversation without reading the message row.
+        Index("ix_messages_num_conversation", "num", "conversation_id"),
     )
 
     num: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)

@@ -137,6 +137,10 @@ def upgrade() -> None:
         _fk("conversation_id", "conversations.id", "messages", "CASCADE"),
     )
 
+    # Full-text hits arrive as ``num``s; this covering index turns each into its conversation
+    # without reading the (large) message row.
+    op.create_index("ix_messages_num_conversation", "messages", ["num", "conversation_id"])
+
     op.create_table(
         "summaries",
         sa.Column("id", ID, nullable=False),
