@@ -86,9 +86,13 @@ class _Batch:
             File: [],
         }
         self.size = 0
+        # Ids written by this import that may still sit in the batch (not yet in the table).
+        self.ids: set[str] = set()
 
     def add(self, table: Any, row: dict[str, Any]) -> None:
         self.rows[table].append(row)
+        if table is not Summary:
+            self.ids.add(row["id"])
         self.size += 1
         if self.size >= BATCH:
             self.flush()
@@ -171,8 +175,10 @@ def _folder_id(
     return cache[name]
 
 
-def _ids_free(session: Session, model: Any, ids: list[str], longest: int) -> bool:
-    if any(len(i) > longest for i in ids):
+def _ids_free(
+    session: Session, model: Any, ids: list[str], longest: int, pending: set[str]
+) -> bool:
+    if any(len(i) > longest or i in pending for i in ids):
         return False
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
@@ -188,11 +194,11 @@ def _id_map(
     message_ids = [m.id for m in conversation.messages]
     file_ids = [f.id for f in conversation.files]
     if not fresh and conversation.id:
-        batch.flush()  # ids pending in the batch must be visible to the check
+        pending = batch.ids  # this import's own ids, flushed or not
         if (
-            _ids_free(session, Conversation, [conversation.id], _CONVERSATION_ID_MAX)
-            and _ids_free(session, Message, message_ids, _MESSAGE_ID_MAX)
-            and _ids_free(session, File, file_ids, _FILE_ID_MAX)
+            _ids_free(session, Conversation, [conversation.id], _CONVERSATION_ID_MAX, pending)
+            and _ids_free(session, Message, message_ids, _MESSAGE_ID_MAX, pending)
+            and _ids_free(session, File, file_ids, _FILE_ID_MAX, pending)
         ):
             return conversation.id, {i: i for i in message_ids}, {i: i for i in file_ids}
     return new_id(), {i: new_id() for i in message_ids}, {i: new_id() for i in file_ids}
