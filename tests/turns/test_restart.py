@@ -275,3 +275,49 @@ def test_kill_mid_tool_call_marks_it_unknown_and_never_replays_it_TURN_3(
     sent = model.requests[-1].body["messages"]
     assert any(m["role"] == "tool" and m.get("tool_call_id") == "call_slow_1" for m in sent)
     assert json.dumps(sent).count("call_slow_1") >= 2  # the call and its (unknown) result
+
+
+def test_kill_mid_compaction_leaves_summary_and_history_unchanged_CTX_12(
+    world: dict[str, Any], conversation: str
+) -> None:
+    import threading
+
+    from chatmem.store.messages import append_message
+    from chatmem.store.tables.conversations import Conversation, Summary
+
+    server, model, api, db = (world[k] for k in ("server", "model", "api", "db"))
+    with db.session(write=True) as session:
+        row = session.get(Conversation, conversation)
+        assert row is not None
+        for i in range(3):
+            append_message(session, row, "user", f"Question {i}")
+            append_message(session, row, "assistant", f"Answer {i}")
+    before = [(m.id, m.content) for m in _history(db, conversation)]
+    asked = len(model.requests)
+    model.hang(5)
+
+    def compact() -> None:
+        try:
+            api.post(f"/api/v1/conversations/{conversation}/compact", json={}, timeout=10)
+        except httpx.HTTPError:
+            pass  # the server was killed under it
+
+    caller = threading.Thread(target=compact)
+    caller.start()
+    deadline = time.monotonic() + 10
+    while len(model.requests) == asked and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(model.requests) == asked + 1  # the summariser request is in flight
+    server.kill()
+    caller.join(15)
+    server.start()
+
+    with db.session() as session:
+        assert (
+            session.scalars(select(Summary).where(Summary.conversation_id == conversation)).all()
+            == []
+        )
+    assert [(m.id, m.content) for m in _history(db, conversation)] == before
+    model.reply("Goal: the questions so far.")
+    again = api.post(f"/api/v1/conversations/{conversation}/compact", json={})
+    assert again.status_code == 200, again.text

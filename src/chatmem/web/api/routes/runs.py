@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -10,10 +11,13 @@ from fastapi.responses import StreamingResponse
 
 from chatmem.errors import InvalidInput
 from chatmem.turns import runs
+from chatmem.turns.events import RunEvent
 from chatmem.web.api.routes.turns import AuthUser, turn_service
 from chatmem.web.deps import CurrentUser, DbSession
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
+
+KEEPALIVE_SECONDS = 15.0
 
 
 @router.get("/{run_id}")
@@ -61,8 +65,30 @@ async def run_events(
         yield first.sse()
         if first.terminal:
             return
-        async for event in events:
-            yield event.sse()
+        # A pump task feeds a queue so a quiet stretch (a slow tool) can send keep-alive
+        # comments without cancelling the event iterator.
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for event in events:
+                    await queue.put(event)
+            finally:
+                await queue.put(None)
+
+        task = asyncio.create_task(pump())
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
+                    continue
+                if item is None:
+                    return
+                yield item.sse()
+        finally:
+            task.cancel()
 
     return StreamingResponse(
         stream(),
