@@ -92,3 +92,23 @@ def test_archive_list_pages(client: TestClient, user: ApiUser) -> None:
     assert len(rest["items"]) == 1 and rest["next_offset"] is None
     bad = client.get("/api/v1/archive", params={"limit": 0}, headers=user.headers)
     assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_input"
+
+
+def test_export_all_includes_the_archive_and_import_restores_its_state(
+    client: TestClient, user: ApiUser, other_user: ApiUser
+) -> None:
+    """STORE-5: nothing is lost moving an account, archived conversations included."""
+    kept = seed(client, user, "Kept live")
+    old = seed(client, user, "Archived trip")
+    client.post(f"/api/v1/conversations/{old}/archive", headers=user.headers)
+    data = client.get("/api/v1/export", headers=user.headers).content
+    response = client.post("/api/v1/import", content=data, headers=other_user.headers)
+    assert response.status_code == 200, response.text
+    assert (response.json()["imported"], response.json()["archived"]) == (2, 1)
+    listed = client.get("/api/v1/conversations", headers=other_user.headers).json()["items"]
+    assert [c["title"] for c in listed] == ["Kept live"]
+    archived = client.get("/api/v1/archive", headers=other_user.headers).json()["items"]
+    assert [a["title"] for a in archived] == ["Archived trip"]
+    read = client.get(f"/api/v1/archive/{archived[0]['id']}", headers=other_user.headers).json()
+    assert [m["content"] for m in read["messages"]] == ["about Archived trip", "noted"]
+    assert kept not in {c["id"] for c in listed}  # another user: fresh ids

@@ -236,3 +236,49 @@ def test_a_message_arriving_mid_archive_is_never_lost(db: Database, settings: Se
     archiver = Archiver(db, settings.state_dir, storage="file")
     archiver.archive(alice, cid)
     assert archiver.read(alice, cid)["messages"][-1]["content"] == "one more thing"
+
+
+def test_export_carries_archived_conversations_and_import_archives_them_again(
+    db: Database, settings: Settings, tmp_path: Path
+) -> None:
+    """STORE-5 + ARCH-1: "all conversations" includes archived ones, whole, and they arrive
+    archived on the other server."""
+    import io
+    import json
+
+    from tests.exchange.builders import open_db
+
+    from chatmem.store.archive import archive_imported
+    from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
+    from chatmem.store.exchange.importer import import_source
+    from chatmem.store.exchange.source import ImportSource
+
+    archiver = Archiver(db, settings.state_dir, storage="file")
+    alice = make_user(db, "alice")
+    cid = rich_conversation(db, alice, title="Old project")
+    live = rich_conversation(db, alice, title="Current")
+    (before,) = exported(db, [cid])
+    archiver.archive(alice, cid)
+    with db.session() as session:
+        user = user_row(session, alice)
+        data = b"".join(
+            export_stream(session, export_conversation_ids(session, user), archived=archiver.read)
+        )
+    conversations = {c["id"]: c for c in json.loads(data)["conversations"]}
+    assert set(conversations) == {cid, live}
+    assert conversations[cid]["archived"] is True
+    assert conversations[cid]["messages"] == before["messages"]
+    assert "archived" not in conversations[live]
+
+    other = open_db(f"sqlite:///{tmp_path / 'elsewhere.db'}")
+    try:
+        bob = make_user(other, "bob")
+        with other.session() as session:
+            result = import_source(session, user_row(session, bob), ImportSource(io.BytesIO(data)))
+        assert result.archived_ids == [cid]
+        elsewhere = Archiver(other, tmp_path / "elsewhere-state", storage="file")
+        assert archive_imported(elsewhere, bob, result.archived_ids) == 1
+        assert [i.id for i in elsewhere.search(bob)[0]] == [cid]
+        assert elsewhere.read(bob, cid)["messages"] == before["messages"]
+    finally:
+        other.dispose()

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.settings import Settings
 from chatmem.store import accounts
+from chatmem.store.archive import Archiver, archive_imported
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
 from chatmem.store.exchange.importer import import_source
@@ -87,20 +88,22 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Export conversations to one chatmem.export/1 JSON file."""
-        db = _database(Settings())
+        settings = Settings()
+        db = _database(settings)
+        archived = Archiver.from_settings(settings, db).read
         try:
             with db.session() as session:
                 owner = resolve_user(session, user)
                 ids = export_conversation_ids(session, owner, conversation)
                 if str(output) == "-":
-                    for chunk in export_stream(session, ids):
+                    for chunk in export_stream(session, ids, archived=archived):
                         sys.stdout.buffer.write(chunk)
                     sys.stdout.buffer.flush()
                     return
                 temp = output.with_name(f".{output.name}.partial")
                 size = 0
                 with open(temp, "wb") as out:
-                    for chunk in export_stream(session, ids):
+                    for chunk in export_stream(session, ids, archived=archived):
                         out.write(chunk)
                         size += len(chunk)
                     out.flush()
@@ -148,6 +151,11 @@ def register(app: typer.Typer) -> None:
                     result = import_source(
                         session, owner, source, limits=Limits.from_settings(settings)
                     )
+                owner_id = owner.id
+            if result.archived_ids:  # committed: archive again what was archived at the source
+                archive_imported(
+                    Archiver.from_settings(settings, db), owner_id, result.archived_ids
+                )
         finally:
             db.dispose()
         line = (

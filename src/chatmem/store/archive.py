@@ -501,3 +501,16 @@ def _entry(conversation: Conversation, record: Archive, folder: str | None) -> A
         raw_bytes=record.raw_bytes,
         stored_bytes=record.stored_bytes,
     )
+
+
+def archive_imported(archiver: Archiver, user_id: str, conversation_ids: list[str]) -> int:
+    """Archive again the imported conversations that were archived at their source (after
+    the import committed); returns how many.  One a quota evicted meanwhile is skipped."""
+    done = 0
+    for conversation_id in conversation_ids:
+        try:
+            archiver.archive(user_id, conversation_id)
+        except NotFound:
+            continue
+        done += 1
+    return done

@@ -13,7 +13,7 @@ engine knobs are ever written — never names, endpoints or API keys.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,13 +37,21 @@ from chatmem.store.tables.profiles import ModelProfile
 PAGE = 1_000
 
 
+# Reads an archived conversation whole: (user id, conversation id) -> its export object.
+ArchivedReader = Callable[[str, str], dict[str, Any]]
+
+
 def export_conversation_ids(
-    session: Session, user: User, conversation_id: str | None = None
+    session: Session,
+    user: User,
+    conversation_id: str | None = None,
+    *,
+    include_archived: bool = True,
 ) -> list[str]:
-    """The live conversations to export, oldest first; a foreign or archived id is NotFound."""
-    stmt = select(Conversation.id).where(
-        Conversation.user_id == user.id, Conversation.archived_at.is_(None)
-    )
+    """The user's conversations to export, oldest first; a foreign id is NotFound."""
+    stmt = select(Conversation.id).where(Conversation.user_id == user.id)
+    if not include_archived:
+        stmt = stmt.where(Conversation.archived_at.is_(None))
     if conversation_id is not None:
         found = session.scalar(stmt.where(Conversation.id == conversation_id))
         if found is None:
@@ -58,10 +66,13 @@ def export_stream(
     *,
     now: datetime | None = None,
     with_tokens: bool = False,
+    archived: ArchivedReader | None = None,
 ) -> Iterator[bytes]:
     """The whole document as byte chunks; conversations are read one at a time.
     ``with_tokens`` adds each message's cached counts, ``seq`` and ``meta`` (archives: a
-    restore puts them back as they were; an import of a user's file always recounts)."""
+    restore puts them back as they were; an import of a user's file always recounts).
+    Archived conversations are read through ``archived`` (checked against their hash) and
+    carry ``"archived": true``; without a reader they are left out."""
     stamp = format_time(now or datetime.now(UTC))
 
     def conversations() -> Iterator[ExportedConversation]:
@@ -69,10 +80,21 @@ def export_stream(
             conversation = session.get(Conversation, cid)
             if conversation is None:  # deleted while the download ran
                 continue
+            if conversation.archived_at is not None:
+                if archived is not None:
+                    yield _from_archive(archived(conversation.user_id, conversation.id))
+                session.expunge(conversation)
+                continue
             yield exported_conversation(session, conversation, with_tokens=with_tokens)
             session.expunge(conversation)
 
     return export_chunks(conversations(), exported_at=stamp)
+
+
+def _from_archive(item: dict[str, Any]) -> ExportedConversation:
+    messages = item.pop("messages", [])
+    files = item.pop("files", [])
+    return ExportedConversation(head={**item, "archived": True}, messages=messages, files=files)
 
 
 def exported_conversation(

@@ -106,7 +106,6 @@ def chatgpt_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         messages=_unique_ids(messages),
         created_at=parse_time(item.get("create_time")),
         updated_at=parse_time(item.get("update_time")),
-        archived=bool(item.get("is_archived")),
     )
 
 
@@ -276,7 +275,6 @@ def openwebui_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         pinned=bool(item.get("pinned")),
         created_at=parse_time(item.get("created_at") or chat.get("timestamp")),
         updated_at=parse_time(item.get("updated_at")),
-        archived=bool(item.get("archived")),
     )
 
 

@@ -61,6 +61,9 @@ class ImportResult:
     evicted: int = 0  # conversations removed by the conversation quota (STORE-4)
     evicted_messages: int = 0  # oldest messages removed by the message quota
     conversation_ids: list[str] = field(default_factory=list)
+    # Imported conversations that were archived where they came from; the caller archives
+    # them again after the import committed (archiving writes files and commits on its own).
+    archived_ids: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +74,7 @@ class ImportResult:
             "evicted": self.evicted,
             "evicted_messages": self.evicted_messages,
             "conversation_ids": self.conversation_ids,
+            "archived": len(self.archived_ids),
         }
 
 
@@ -129,6 +133,8 @@ def import_conversations(
         result.imported += 1
         result.messages += len(conversation.messages)
         result.conversation_ids.append(cid)
+        if conversation.archived:
+            result.archived_ids.append(cid)
     batch.flush()
     session.flush()
     if limits.messages is not None:

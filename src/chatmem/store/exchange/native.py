@@ -159,6 +159,7 @@ def native_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         files=files,
         created_at=check.time(item, "created_at"),
         updated_at=check.time(item, "updated_at"),
+        archived=check.boolean(item, "archived"),
         extra={"instructions": check.string(item, "instructions") or ""},
     )
 

@@ -71,7 +71,7 @@ class ImportedConversation:
     files: tuple[ImportedFile, ...] = ()
     created_at: datetime | None = None
     updated_at: datetime | None = None
-    archived: bool = False
+    archived: bool = False  # chatmem exports only: archive it again once the import commits
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -1,7 +1,8 @@
 """``GET /api/v1/export`` and ``POST /api/v1/import`` (STORE-5).
 
 Export streams the ``chatmem.export/1`` document as it is produced (its own database session
-lives as long as the download).  Import takes the file as the raw request body or as the one
+lives as long as the download); archived conversations are included, read from their
+archive and marked ``"archived": true``, and an import archives them again.  Import takes the file as the raw request body or as the one
 file of a multipart form, spools it to a temporary file (the body-limit middleware caps it at
 ``max_import_bytes``), and imports it inside the request's unit of work: any error — broken
 JSON, a foreign format, a quota — rolls everything back and answers 422 ``invalid_input``
@@ -21,6 +22,7 @@ from fastapi.responses import StreamingResponse
 from starlette.datastructures import UploadFile
 
 from chatmem.errors import ImportFormatError
+from chatmem.store.archive import Archiver, archive_imported
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
 from chatmem.store.exchange.importer import import_source
 from chatmem.store.exchange.source import ImportSource
@@ -37,13 +39,15 @@ def export(
     user: CurrentUser,
     session: DbSession,
     db: DatabaseDep,
+    settings: SettingsDep,
     conversation_id: str | None = Query(None, max_length=64),
 ) -> StreamingResponse:
     ids = export_conversation_ids(session, user, conversation_id)  # 404 before streaming
+    archiver = Archiver.from_settings(settings, db)
 
     def body() -> Iterator[bytes]:
         with db.session() as stream_session:
-            yield from export_stream(stream_session, ids)
+            yield from export_stream(stream_session, ids, archived=archiver.read)
 
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return StreamingResponse(
@@ -70,7 +74,11 @@ async def _spool(request: Request) -> IO[bytes]:
 
 @router.post("/import")
 async def import_file(
-    request: Request, user: CurrentUser, session: DbSession, settings: SettingsDep
+    request: Request,
+    user: CurrentUser,
+    session: DbSession,
+    settings: SettingsDep,
+    db: DatabaseDep,
 ) -> dict[str, Any]:
     upload = await _spool(request)
     try:
@@ -83,4 +91,10 @@ async def import_file(
         )
     finally:
         upload.close()
+    if result.archived_ids:  # archived at the source: archive again once the rows are in
+        session.commit()
+        archiver = Archiver.from_settings(settings, db)
+        await anyio.to_thread.run_sync(
+            lambda: archive_imported(archiver, user.id, result.archived_ids)
+        )
     return result.as_json()
