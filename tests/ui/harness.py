@@ -33,6 +33,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "_artifacts"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "correct horse battery staple"
 
 
@@ -210,3 +211,13 @@ def make_conversation(
             )
             assert r.status_code == 201, r.text
     return conversation
+
+
+def save_screenshot(page: Any, name: str, *, readme: bool = False) -> None:
+    """Save ``tests/_artifacts/NAME``; README copies in ``docs/screenshots/`` are refreshed
+    only with ``UPDATE_SCREENSHOTS=1`` so a test run never dirties the checkout."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name))
+    if readme and os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DOCS_SCREENSHOTS / name))

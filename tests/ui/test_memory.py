@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
-from tests.ui.harness import ARTIFACTS, Server, make_conversation, make_profile
-
-DOCS = ARTIFACTS.parent.parent / "docs" / "screenshots"
+from tests.ui.harness import Server, make_conversation, make_profile, save_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -63,7 +61,7 @@ def test_ctx17_counter_follows_the_draft_with_three_levels(
     expect(counter).to_have_class("counter level-red")
     draft.fill("")
     expect(counter).to_have_class("counter level-muted")
-    alice.screenshot(path=str(ARTIFACTS / "counter.png"))
+    save_screenshot(alice, "counter.png")
 
 
 def test_ctx17_free_model_counter_reads_free(alice: Any, server: Server, profiles: Any) -> None:
@@ -108,9 +106,7 @@ def test_ctx18_memory_window_shows_every_row_price_threshold_and_mode(
     )
     expect(dialog.locator("#mw-mode-line")).to_contain_text("Mode: Everything")
     expect(dialog.get_by_role("button", name=re.compile(r"^Compress now · ≈ \$"))).to_be_visible()
-    DOCS.mkdir(parents=True, exist_ok=True)
-    alice.screenshot(path=str(ARTIFACTS / "memory-window.png"))
-    alice.screenshot(path=str(DOCS / "memory-window.png"))
+    save_screenshot(alice, "memory-window.png", readme=True)
     dialog.get_by_role("link", name="Change").click()
     expect(dialog).to_be_hidden()
     expect(alice.get_by_label("Memory", exact=True)).to_be_focused()

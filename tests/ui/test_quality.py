@@ -10,9 +10,13 @@ import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.ui.conftest import sign_in
-from tests.ui.harness import ARTIFACTS, Server, make_conversation, make_profile, start_server
-
-DOCS = ARTIFACTS.parent.parent / "docs" / "screenshots"
+from tests.ui.harness import (
+    Server,
+    make_conversation,
+    make_profile,
+    save_screenshot,
+    start_server,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -75,7 +79,7 @@ def test_phone_width_dark_mode_and_the_chat_screenshot(
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
         assert background == "rgb(22, 24, 29)", background  # the dark palette
         expect(page.locator("#counter")).to_be_visible()
-        page.screenshot(path=str(ARTIFACTS / "phone-dark.png"))
+        save_screenshot(page, "phone-dark.png")
     finally:
         context.close()
     assert console.unexpected() == [], "console errors in the page"
@@ -111,6 +115,4 @@ def test_readme_chat_screenshot_shows_the_counter_and_dimmed_pair(
     expect(alice.locator("#counter-text")).to_contain_text(" / 128K")
     expect(alice.locator("#counter")).to_have_class("counter level-muted")
     alice.wait_for_timeout(400)  # the debounced counter settles on the draft
-    DOCS.mkdir(parents=True, exist_ok=True)
-    alice.screenshot(path=str(DOCS / "chat.png"))
-    alice.screenshot(path=str(ARTIFACTS / "chat.png"))
+    save_screenshot(alice, "chat.png", readme=True)
