@@ -25,8 +25,11 @@ _ZIP_MAGIC = b"PK\x03\x04"
 class CountingReader(io.RawIOBase):
     """A read-only stream that reports how many bytes have passed through it."""
 
-    def __init__(self, inner: BinaryIO, total: int, on_progress: Progress | None) -> None:
+    def __init__(
+        self, inner: BinaryIO, total: int, on_progress: Progress | None, *, owns: bool = False
+    ) -> None:
         self._inner = inner
+        self._owns = owns  # a ZIP member stream is ours to close; the caller's file is not
         self._total = total
         self._on_progress = on_progress
         self.bytes_read = 0
@@ -40,6 +43,11 @@ class CountingReader(io.RawIOBase):
         if self._on_progress is not None and chunk:
             self._on_progress(self.bytes_read, self._total)
         return chunk
+
+    def close(self) -> None:
+        if self._owns and not self.closed:
+            self._inner.close()
+        super().close()
 
     def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
         chunk = self.read(len(buffer))
@@ -88,8 +96,7 @@ class ImportSource:
 
     def open(self, on_progress: Progress | None = None) -> CountingReader:
         if self._zip is not None and self._member is not None:
-            inner: BinaryIO = self._zip.open(self._member)  # type: ignore[assignment]
-        else:
-            self._file.seek(0)
-            inner = self._file
-        return CountingReader(inner, self._size, on_progress)
+            member: BinaryIO = self._zip.open(self._member)  # type: ignore[assignment]
+            return CountingReader(member, self._size, on_progress, owns=True)
+        self._file.seek(0)
+        return CountingReader(self._file, self._size, on_progress)
