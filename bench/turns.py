@@ -38,7 +38,7 @@ from chatmem.store import accounts  # noqa: E402
 from chatmem.store.messages import append_message  # noqa: E402
 from chatmem.store.tables.conversations import Conversation, Message  # noqa: E402
 from chatmem.store.tables.runs import Run, RunEventRow, UsageRow  # noqa: E402
-from chatmem.turns.context_view import plan_for  # noqa: E402
+from chatmem.turns.context_view import plan_bytes, plan_for  # noqa: E402
 from chatmem.web.app import create_app  # noqa: E402
 
 TTFT_BAR = 0.005
@@ -239,11 +239,14 @@ def bench_context(server: LiveServer, model: FakeModelServer, size: int = 10_000
         user_id = row.user_id
     turns = server.app.state.turns
     samples: list[float] = []
-    drafts = [f"draft text {'x' * (i % 50)}" for i in range(60)]
+    # A user typing a sentence, one keystroke per request.
+    sentence = "How does the memory of this conversation work when it grows very long?"
+    drafts = [sentence[: i + 1] for i in range(60)]
     for i, draft in enumerate(drafts):
         with db.session() as session:
             started = time.perf_counter()
             plan = plan_for(session, turns.context_cache, user_id, cid, draft, turns.known_tools)
+            plan_bytes(turns.context_cache, plan)  # what the endpoint answers
             if i:
                 samples.append(time.perf_counter() - started)
     assert len(plan["status"]) == size

@@ -11,6 +11,7 @@ the key is one small query; on a hit only the draft is counted and the engine pl
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -35,6 +36,7 @@ class ContextCache:
         self._size = size
         self._items: OrderedDict[str, tuple[tuple[Any, ...], EngineConversation]] = OrderedDict()
         self._plans: OrderedDict[str, tuple[tuple[Any, ...], dict[str, Any]]] = OrderedDict()
+        self._encoded: list[tuple[Any, str]] = []
         self._lock = threading.Lock()
 
     def get(self, conversation_id: str, key: tuple[Any, ...]) -> EngineConversation | None:
@@ -57,6 +59,19 @@ class ContextCache:
             self._plans.move_to_end(conversation_id)
             while len(self._plans) > self._size:
                 self._plans.popitem(last=False)
+
+    def encoded(self, value: Any, encode: Any) -> str:
+        """``encode(value)``, remembered by identity for the few latest values: a memoised
+        plan shares its status map and message list between hits, and encoding 10,000
+        statuses or a window full of messages takes milliseconds."""
+        with self._lock:
+            for held, text in self._encoded:
+                if held is value:
+                    return text
+        text = str(encode(value))
+        with self._lock:
+            self._encoded = [(value, text), *self._encoded[:15]]
+        return text
 
     def put(self, conversation_id: str, key: tuple[Any, ...], value: EngineConversation) -> None:
         with self._lock:
@@ -126,21 +141,75 @@ def plan_for(
         )
         conversation = replace(lazy, messages=tuple(lazy.messages), files=tuple(lazy.files))
         cache.put(conversation_id, key, conversation)
-    memo_key = (key, draft or "")
-    cached = cache.get_plan(conversation_id, memo_key)
-    if cached is not None:
-        return cached
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
+    tokenizer = calibrated_tokenizer(session, target)
+    # The plan is a pure function of its inputs.  Outside window mode the draft enters it
+    # only as the newest user message: through its token count, and verbatim as the last
+    # message sent.  Plans are therefore memoised per draft *token count* (a keystroke
+    # rarely changes it) and the draft text is put in place on a hit; a plan whose last
+    # message is not exactly the draft is only reused for exactly the same draft.
+    base = (key, mode, repr(tokenizer))
+    draft_text = draft or ""
+    by_count = None
+    if draft_text and mode != "window":
+        by_count = (
+            *base,
+            "tokens",
+            engine.count_message(
+                engine.Message(id="draft", role="user", content=draft_text), tokenizer
+            ),
+        )
+    exact = (*base, "exact", draft_text)
+    for memo_key in (exact, by_count):
+        if memo_key is None:
+            continue
+        cached = cache.get_plan(conversation_id, memo_key)
+        if cached is not None:
+            if memo_key is by_count:
+                messages = list(cached["messages"])
+                messages[-1] = {"role": "user", "content": draft_text}
+                return {**cached, "messages": messages, _BASE: cached["messages"]}
+            return {**cached, _BASE: cached["messages"]}
     plan = engine.plan(
         conversation,
         profile,
         mode=mode,
         draft=draft or None,
-        tokenizer=calibrated_tokenizer(session, target),
+        tokenizer=tokenizer,
     )
     result = plan_json(plan)
-    cache.put_plan(conversation_id, memo_key, result)
-    return result
+    sent = result["messages"]
+    substitutable = (
+        by_count is not None and bool(sent) and sent[-1] == {"role": "user", "content": draft_text}
+    )
+    cache.put_plan(conversation_id, by_count if substitutable else exact, result)
+    return {**result, _BASE: result["messages"]}
+
+
+#: Key of the memoised message list a returned plan was made from (never sent to clients).
+_BASE = "_memo_messages"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def plan_bytes(cache: ContextCache, body: dict[str, Any]) -> bytes:
+    """The plan JSON.  The large parts — the status map and every message but the draft —
+    are encoded once per memoised plan; only the draft and the small fields are new."""
+    messages = body["messages"]
+    base = body.get(_BASE)
+    head = _dumps({k: v for k, v in body.items() if k not in ("status", "messages", _BASE)})
+    if base is not None and len(base) == len(messages) and messages:
+        prefix = cache.encoded(base, lambda b: _dumps(b[:-1])[1:-1])
+        tail = _dumps(messages[-1])
+        encoded_messages = "[" + (prefix + ", " if prefix else "") + tail + "]"
+    else:
+        encoded_messages = _dumps(messages)
+    status = cache.encoded(body["status"], _dumps)
+    return (
+        head[:-1] + ', "messages": ' + encoded_messages + ', "status": ' + status + "}"
+    ).encode()
 
 
 def plan_json(plan: Any) -> dict[str, Any]:

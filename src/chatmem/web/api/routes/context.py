@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from chatmem.turns.context_view import plan_for
+from chatmem.turns.context_view import plan_bytes, plan_for
 from chatmem.web.deps import CurrentUser, DbSession
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["context"])
@@ -28,5 +27,6 @@ def get_context(
     body = plan_for(
         session, turns.context_cache, user.id, conversation_id, draft, turns.known_tools
     )
-    # Serialised directly: the generic encoder walks 10,000 statuses one by one.
-    return Response(json.dumps(body, ensure_ascii=False), media_type="application/json")
+    # Serialised directly (the generic encoder walks 10,000 statuses one by one), with the
+    # status map encoded once per plan.
+    return Response(plan_bytes(turns.context_cache, body), media_type="application/json")
