@@ -272,3 +272,11 @@ def test_a_large_file_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert peak < size / 10, f"peak {peak:,} bytes for a {size:,} byte file"
     assert seen[-1] == (size, size)
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+
+
+def test_a_byte_order_mark_is_tolerated() -> None:
+    data = b"\xef\xbb\xbf" + (SAMPLES / "openwebui_export.json").read_bytes()
+    assert [c.title for c in read_all(data)] == ["Regex help", "Flat list only"]
+    assert [
+        c.title for c in read_all(b'\xef\xbb\xbf[{"chat": {"messages": []}, "title": "x"}]')
+    ] == ["x"]

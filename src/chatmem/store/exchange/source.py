@@ -20,6 +20,7 @@ from chatmem.errors import ImportFormatError
 Progress = Callable[[int, int], None]  # (bytes read so far, total bytes)
 
 _ZIP_MAGIC = b"PK\x03\x04"
+_BOM = b"\xef\xbb\xbf"
 
 
 class CountingReader(io.RawIOBase):
@@ -33,12 +34,30 @@ class CountingReader(io.RawIOBase):
         self._total = total
         self._on_progress = on_progress
         self.bytes_read = 0
+        # Editors on Windows save UTF-8 with a byte-order mark, which JSON parsers refuse.
+        head = inner.read(3)
+        if head == _BOM:
+            self.bytes_read = 3
+        else:
+            self._pending = head
+            return
+        self._pending = b""
 
     def readable(self) -> bool:
         return True
 
     def read(self, size: int = -1) -> bytes:
-        chunk = self._inner.read(size)
+        if size == 0:  # a type probe (ijson reads 0 bytes to learn bytes vs str)
+            return b""
+        if self._pending:
+            if 0 < size < len(self._pending):
+                chunk, self._pending = self._pending[:size], self._pending[size:]
+            else:
+                chunk, self._pending = self._pending, b""
+                if size < 0 or size > len(chunk):
+                    chunk += self._inner.read(-1 if size < 0 else size - len(chunk))
+        else:
+            chunk = self._inner.read(size)
         self.bytes_read += len(chunk)
         if self._on_progress is not None and chunk:
             self._on_progress(self.bytes_read, self._total)
