@@ -10,8 +10,9 @@ search shares its paging, ordering and ownership scoping.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from sqlalchemy import ColumnElement, literal_column, select, text, union
+from sqlalchemy import ColumnElement, Select, literal_column, select, text, union
 from sqlalchemy.orm import Session, aliased
 
 from chatmem.store.tables.conversations import Conversation, Message
@@ -67,7 +68,7 @@ def matching_conversation_ids(session: Session, user_id: str, query: str) -> Col
         # SQLite would read each hit's whole (large) row by rowid; the covering index
         # ix_messages_num_conversation is far denser.  SQLAlchemy renders no SQLite table
         # hints, hence the textual FROM.
-        hits = (
+        hits: Select[Any] = (
             select(literal_column("m.conversation_id"))
             .select_from(
                 text(
