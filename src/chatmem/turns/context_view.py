@@ -37,6 +37,7 @@ class ContextCache:
         self._items: OrderedDict[str, tuple[tuple[Any, ...], EngineConversation]] = OrderedDict()
         self._plans: OrderedDict[str, tuple[tuple[Any, ...], dict[str, Any]]] = OrderedDict()
         self._encoded: list[tuple[Any, str]] = []
+        self._targets: dict[str, tuple[tuple[Any, ...], Any]] = {}
         self._lock = threading.Lock()
 
     def get(self, conversation_id: str, key: tuple[Any, ...]) -> EngineConversation | None:
@@ -60,6 +61,17 @@ class ContextCache:
             while len(self._plans) > self._size:
                 self._plans.popitem(last=False)
 
+    def get_target(self, conversation_id: str, key: tuple[Any, ...]) -> Any:
+        with self._lock:
+            item = self._targets.get(conversation_id)
+            return item[1] if item is not None and item[0] == key else None
+
+    def put_target(self, conversation_id: str, key: tuple[Any, ...], value: Any) -> None:
+        with self._lock:
+            self._targets[conversation_id] = (key, value)
+            while len(self._targets) > self._size:
+                self._targets.pop(next(iter(self._targets)))
+
     def encoded(self, value: Any, encode: Any) -> str:
         """``encode(value)``, remembered by identity for the few latest values: a memoised
         plan shares its status map and message list between hits, and encoding 10,000
@@ -82,36 +94,39 @@ class ContextCache:
 
 
 def _version_key(session: Session, row: Conversation) -> tuple[Any, ...]:
-    last_seq = (
-        select(func.max(Message.seq)).where(Message.conversation_id == row.id).scalar_subquery()
+    """Everything a plan depends on, in one round trip: the history's end, the summary
+    version, the files, the profile (and its summariser) as last changed, and the newest
+    ledger row of the profile (calibration, CTX-2)."""
+    from chatmem.store.tables.profiles import ModelProfile
+    from chatmem.store.tables.runs import UsageRow
+
+    def scalar(query: Any) -> Any:
+        return query.scalar_subquery()
+
+    summarizer_id = scalar(
+        select(ModelProfile.summarizer_profile_id).where(ModelProfile.id == row.profile_id)
     )
-    summary = (
-        select(func.max(Summary.version)).where(Summary.conversation_id == row.id).scalar_subquery()
-    )
-    files = select(func.count(File.id), func.max(File.created_at)).where(
-        File.conversation_id == row.id
-    )
-    seq, version = session.execute(select(last_seq, summary)).one()
-    file_count, file_time = session.execute(files).one()
+    values = session.execute(
+        select(
+            scalar(select(func.max(Message.seq)).where(Message.conversation_id == row.id)),
+            scalar(select(func.max(Summary.version)).where(Summary.conversation_id == row.id)),
+            scalar(select(func.count(File.id)).where(File.conversation_id == row.id)),
+            scalar(select(func.max(File.created_at)).where(File.conversation_id == row.id)),
+            scalar(select(ModelProfile.updated_at).where(ModelProfile.id == row.profile_id)),
+            scalar(select(ModelProfile.updated_at).where(ModelProfile.id == summarizer_id)),
+            scalar(select(func.max(UsageRow.num)).where(UsageRow.profile_id == row.profile_id)),
+        )
+    ).one()
     file_states = (
         tuple(
             session.execute(
                 select(File.id, File.state, File.message_id).where(File.conversation_id == row.id)
             ).all()
         )
-        if file_count
+        if values[2]
         else ()
     )
-    return (
-        row.updated_at,
-        row.mode,
-        row.profile_id,
-        seq,
-        version,
-        file_count,
-        file_time,
-        file_states,
-    )
+    return (row.updated_at, row.mode, row.profile_id, *values, file_states)
 
 
 def plan_for(
@@ -125,13 +140,19 @@ def plan_for(
     row = session.get(Conversation, conversation_id)
     if row is None or row.user_id != user_id or row.archived_at is not None:
         raise NotFound("conversation")
-    target = resolve_target(session, user_id, row.profile_id)
-    profile = target.engine_profile
     key = (
         *_version_key(session, row),
-        profile,
         tuple(t.get("function", {}).get("name", "") for t in tools),
     )
+    # The profile view and the calibrated tokenizer change only with the key's profile and
+    # ledger parts: resolved once per key, not per keystroke.
+    resolved = cache.get_target(conversation_id, key)
+    if resolved is None:
+        target = resolve_target(session, user_id, row.profile_id)
+        resolved = (target, calibrated_tokenizer(session, target))
+        cache.put_target(conversation_id, key, resolved)
+    target, tokenizer = resolved
+    profile = target.engine_profile
     conversation = cache.get(conversation_id, key)
     if conversation is None:
         from chatmem.store.engine import load_engine_conversation
@@ -142,7 +163,6 @@ def plan_for(
         conversation = replace(lazy, messages=tuple(lazy.messages), files=tuple(lazy.files))
         cache.put(conversation_id, key, conversation)
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
-    tokenizer = calibrated_tokenizer(session, target)
     # The plan is a pure function of its inputs.  Outside window mode the draft enters it
     # only as the newest user message: through its token count, and verbatim as the last
     # message sent.  Plans are therefore memoised per draft *token count* (a keystroke

@@ -91,6 +91,7 @@ class UsageRow(Base):
         Index("ix_usage_ledger_user_created", "user_id", "created_at"),
         Index("ix_usage_ledger_conversation", "conversation_id"),
         Index("ix_usage_ledger_run", "run_id"),
+        Index("ix_usage_ledger_profile", "profile_id", "num"),
     )
 
     num: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)

@@ -106,6 +106,7 @@ def upgrade() -> None:
     op.create_index("ix_usage_ledger_user_created", "usage_ledger", ["user_id", "created_at"])
     op.create_index("ix_usage_ledger_conversation", "usage_ledger", ["conversation_id"])
     op.create_index("ix_usage_ledger_run", "usage_ledger", ["run_id"])
+    op.create_index("ix_usage_ledger_profile", "usage_ledger", ["profile_id", "num"])
 
     op.create_table(
         "extension_requests",
