@@ -282,3 +282,22 @@ def test_export_carries_archived_conversations_and_import_archives_them_again(
         assert elsewhere.read(bob, cid)["messages"] == before["messages"]
     finally:
         other.dispose()
+
+
+def test_a_restore_beyond_the_conversation_quota_is_refused_and_changes_nothing(
+    db: Database, settings: Settings
+) -> None:
+    """STORE-4: archived conversations do not count; bringing one back must fit."""
+    from chatmem.errors import QuotaExceeded
+    from chatmem.store.quotas import Limits
+
+    archiver = Archiver(db, settings.state_dir, storage="file")
+    alice = make_user(db, "alice")
+    cid = rich_conversation(db, alice)
+    archiver.archive(alice, cid)
+    rich_conversation(db, alice, title="fills the quota")
+    with pytest.raises(QuotaExceeded):
+        archiver.restore(alice, cid, limits=Limits(conversations=1))
+    assert live_rows(db, cid) == 0 and archiver.require_archived(alice, cid).id == cid
+    archiver.restore(alice, cid, limits=Limits(conversations=2))
+    assert live_rows(db, cid) > 0

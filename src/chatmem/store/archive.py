@@ -51,12 +51,20 @@ import zstandard
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from chatmem.errors import ArchiveDamaged, Conflict, InvalidInput, NotFound, TurnRunning
+from chatmem.errors import (
+    ArchiveDamaged,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    QuotaExceeded,
+    TurnRunning,
+)
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_stream
 from chatmem.store.exchange.importer import file_rows, message_rows, summary_rows
 from chatmem.store.exchange.native import native_conversation
+from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.archives import Archive
 from chatmem.store.tables.conversations import (
@@ -128,6 +136,18 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _check_room(session: Session, user_id: str, limits: Limits) -> None:
+    if limits.conversations is None:
+        return
+    live = session.scalar(
+        select(func.count())
+        .select_from(Conversation)
+        .where(Conversation.user_id == user_id, Conversation.archived_at.is_(None))
+    )
+    if (live or 0) >= limits.conversations:
+        raise QuotaExceeded("conversations", limits.conversations)
 
 
 def _refuse_while_running(session: Session, conversation_id: str) -> None:
@@ -406,7 +426,12 @@ class Archiver:
 
     # -- restore --------------------------------------------------------------------------
 
-    def restore(self, user: User | str, conversation_id: str) -> None:
+    def restore(
+        self, user: User | str, conversation_id: str, *, limits: Limits = UNLIMITED
+    ) -> None:
+        """Bring an archived conversation back whole.  With a conversation quota (STORE-4)
+        a restore that would exceed it is refused — evicting another conversation, or this
+        old one, to make room would be a surprise."""
         user_id = user if isinstance(user, str) else user.id
         path = self.path_for(user_id, conversation_id)
         with self.db.session() as session:
@@ -461,6 +486,7 @@ class Archiver:
             files = list(file_rows(imported, conversation_id, mids, fids, now))
             if files:
                 session.execute(insert(File), files)
+            _check_room(session, user_id, limits)
             conversation.archived_at = None
             session.execute(delete(Archive).where(Archive.conversation_id == conversation_id))
         self._step("restore", "committed")

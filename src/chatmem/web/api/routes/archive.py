@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from chatmem.store import conversations as store
 from chatmem.store.archive import MAX_PAGE, Archiver
+from chatmem.store.quotas import Limits
 from chatmem.web.api.schemas import conversation_public
 from chatmem.web.deps import CurrentUser, DatabaseDep, DbSession, SettingsDep
 
@@ -65,11 +66,15 @@ def read_archived(conversation_id: str, user: CurrentUser, archiver: ArchiverDep
 
 @router.post("/archive/{conversation_id}/restore")
 def restore_archived(
-    conversation_id: str, user: CurrentUser, archiver: ArchiverDep, db: DatabaseDep
+    conversation_id: str,
+    user: CurrentUser,
+    archiver: ArchiverDep,
+    db: DatabaseDep,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     # Only an archived conversation can be restored through this route (a live id is 404).
     archiver.require_archived(user.id, conversation_id)
-    archiver.restore(user.id, conversation_id)
+    archiver.restore(user.id, conversation_id, limits=Limits.from_settings(settings))
     with db.session() as session:  # a fresh transaction sees the restored rows
         conversation = store.owned_conversation(session, user, conversation_id)
         return conversation_public(
