@@ -80,6 +80,10 @@ async def import_file(
     settings: SettingsDep,
     db: DatabaseDep,
 ) -> dict[str, Any]:
+    # End the transaction that authenticated the caller: on SQLite a writing request holds
+    # the write lock from its first statement, and receiving a large upload can take long.
+    # The import itself then runs in one new transaction of the same session.
+    session.commit()
     upload = await _spool(request)
     try:
         upload.seek(0, 2)
