@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 from tests.support.mcp_server import running_mcp_server
 from tests.support.model_server import FakeModelServer
-from tests.ui.harness import Server, make_conversation, make_profile
+from tests.ui.harness import CuttableProxy, Server, make_conversation, make_profile
 
 pytestmark = pytest.mark.browser
 
@@ -228,3 +228,36 @@ def test_turn4_live_tool_calls_and_results_stream_into_the_feed(
             expect(alice.locator(".tool-result pre")).to_contain_text("5")
         finally:
             admin.delete(f"/api/v1/mcp-servers/{created.json()['id']}")
+
+
+def test_turn6_a_dropped_stream_resumes_without_losing_or_repeating_text(
+    alice: Any, server: Server, model: FakeModelServer, profiles: Any, console: Any
+) -> None:
+    console.allow("ERR_INCOMPLETE_CHUNKED_ENCODING")  # the deliberately cut stream
+    proxy = CuttableProxy(int(server.url.rsplit(":", 1)[1]))
+    try:
+        alice.goto(proxy.url + "/")  # the session cookie is per host, so it holds here too
+        # Record the live answer's text at every change, before the final reload replaces it.
+        alice.evaluate("""() => { window.__live = [];
+            new MutationObserver(() => {
+                const node = document.querySelector('.message.streaming .content');
+                if (node) window.__live.push(node.textContent);
+            }).observe(document.getElementById('messages'), {subtree: true, childList: true, characterData: true}); }""")
+        words = [f"w{i}" for i in range(50)]
+        model.reply(" ".join(words), delay=0.08)
+        alice.get_by_role("textbox", name="Message").fill("Count for me")
+        events: list[Any] = []
+        alice.on("request", lambda r: events.append(r) if "/events" in r.url else None)
+        alice.get_by_role("button", name="Send").click()
+        expect(alice.locator(".message.streaming .content")).to_contain_text("w5")
+        proxy.cut()  # the EventSource connection drops; the browser reconnects by itself
+        answer = alice.locator(".message.role-assistant").last
+        expect(answer).to_contain_text("w49", timeout=20_000)
+        expect(alice.get_by_role("button", name="Send")).to_be_visible()
+        assert len(events) >= 2, "the browser reconnected"
+        assert int(events[-1].all_headers()["last-event-id"]) > 0
+        snapshots = [text.split() for text in alice.evaluate("window.__live")]
+        assert all(seen == words[: len(seen)] for seen in snapshots), "nothing lost or repeated"
+        assert snapshots[-1] == words, "the live text reached the end before the reload"
+    finally:
+        proxy.close()
