@@ -202,7 +202,9 @@ def plan_for(
     substitutable = (
         by_count is not None and bool(sent) and sent[-1] == {"role": "user", "content": draft_text}
     )
-    cache.put_plan(conversation_id, by_count if substitutable else exact, result)
+    cache.put_plan(
+        conversation_id, by_count if by_count is not None and substitutable else exact, result
+    )
     return {**result, _BASE: result["messages"]}
 
 
