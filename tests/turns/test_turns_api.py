@@ -213,3 +213,11 @@ def test_shutdown_mid_turn_interrupts_and_keeps_the_text_TURN_3(
         assert kept["role"] == "assistant"
         assert kept["content"].startswith("".join(e["data"]["text"] for e in seen))
         assert chat.events(run_id)[-1]["data"]["code"] == "interrupted"
+
+
+def test_a_conversation_without_a_model_is_refused_before_storing(chat: Chat) -> None:
+    chat.set(profile_id=None)
+    response = chat.submit("Hello?")
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "invalid_input"
+    assert chat.messages() == []

@@ -281,6 +281,9 @@ class TurnService:
             profile_override=fallback,
             secrets=self.secrets,
         )
+        if inputs.target.profile_id is None:
+            # Refused before anything is stored: a turn without a model can only fail.
+            raise InvalidInput("This conversation has no model: choose a model profile first.")
         inputs.plan.require_fit()
         message_id = store_message(
             session, conversation_id, "user", content, self.settings, None, {}
