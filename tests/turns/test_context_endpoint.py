@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
+from tests.support.model_server import FakeModelServer
+from tests.turns.conftest import Chat, make_chat, seed_pairs
 
 from chatmem import context as engine
 from chatmem.store.engine import load_engine_conversation
-from tests.support.model_server import FakeModelServer
-from tests.turns.conftest import Chat, make_chat, seed_pairs
 
 
 def _fresh_plan(chat: Chat, draft: str, mode: str) -> dict[str, object]:
