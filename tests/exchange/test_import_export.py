@@ -293,3 +293,32 @@ def test_nul_characters_and_absurd_times_never_break_an_import(db: Database) -> 
     ]
     with pytest.raises(ImportFormatError):
         do_import(db, alice, json.dumps(absurd).encode())
+
+
+def test_a_malformed_file_is_refused_before_the_database_is_touched(db: Database) -> None:
+    """The file is parsed and validated before the import's write transaction starts: even
+    with another writer holding SQLite's lock, a broken file fails at once, as invalid input."""
+    import sqlite3
+    import time
+
+    alice = make_user(db, "alice")
+    # A first conversation big enough to fill an insert batch, then the file is cut off.
+    big = {
+        "id": "big",
+        "title": "big",
+        "messages": [{"id": f"m{i}", "role": "user", "content": "x"} for i in range(2_500)],
+    }
+    broken = document([big, {"id": "next", "messages": []}])[:-30]
+    other_writer = None
+    if db.is_sqlite:
+        other_writer = sqlite3.connect(str(db.engine.url.database), isolation_level=None)
+        other_writer.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(ImportFormatError):
+            do_import(db, alice, broken)
+        assert time.monotonic() - started < 5  # not the 10 s busy timeout
+    finally:
+        if other_writer is not None:
+            other_writer.execute("ROLLBACK")
+            other_writer.close()

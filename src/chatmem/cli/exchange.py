@@ -132,8 +132,10 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         show = console.is_terminal
         try:
-            with open(file, "rb") as raw, db.session(write=True) as session:
+            with db.session() as session:
                 owner = resolve_user(session, user)
+            # The writer transaction starts with the first insert, after the file was read.
+            with open(file, "rb") as raw, db.session(write=True) as session:
                 source = ImportSource(raw, file.name)
                 progress = _progress(console) if show else None
                 if progress is not None:
@@ -145,8 +147,8 @@ def register(app: typer.Typer) -> None:
                             source,
                             limits=Limits.from_settings(settings),
                             on_progress=lambda done, _total: progress.update(task, completed=done),
+                            on_saving=lambda: progress.update(task, description="Saving"),
                         )
-                        progress.update(task, description="Saving")
                 else:
                     result = import_source(
                         session, owner, source, limits=Limits.from_settings(settings)

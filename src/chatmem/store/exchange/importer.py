@@ -20,9 +20,11 @@ the storage core's counters (CTX-2), and quotas are enforced as for any new conv
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import pickle
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
@@ -113,23 +115,33 @@ class _Batch:
 def import_conversations(
     session: Session,
     user: User,
-    conversations: Iterable[ImportedConversation],
+    conversations: Iterable[ImportedConversation | Prepared],
     *,
     fmt: str = "",
     limits: Limits = UNLIMITED,
 ) -> ImportResult:
-    """Store every new conversation of ``conversations``; the caller commits."""
+    r"""Store every new conversation of ``conversations`` (plain, or :func:`prepare`\ d with
+    their token counts); the caller commits."""
     result = ImportResult(format=fmt)
     batch = _Batch(session)
     folders: dict[str, str] = {}
     seen: set[str] = set()
-    for conversation in conversations:
+    for item in conversations:
+        conversation, counted = item if isinstance(item, tuple) else (item, None)
         if conversation.source_key in seen or _already_there(session, user, conversation):
             result.skipped += 1
             continue
         seen.add(conversation.source_key)
         folder_id = _folder_id(session, user, conversation.folder, folders, limits, batch)
-        cid = _write(session, user, conversation, folder_id, batch, fresh_ids=fmt != "chatmem")
+        cid = _write(
+            session,
+            user,
+            conversation,
+            folder_id,
+            batch,
+            fresh_ids=fmt != "chatmem",
+            counted=counted,
+        )
         result.imported += 1
         result.messages += len(conversation.messages)
         result.conversation_ids.append(cid)
@@ -218,6 +230,7 @@ def _write(
     batch: _Batch,
     *,
     fresh_ids: bool,
+    counted: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     cid, mids, fids = _id_map(session, conversation, batch, fresh_ids)
     now = utcnow()
@@ -246,7 +259,7 @@ def _write(
             "meta": meta or None,
         },
     )
-    for row in message_rows(conversation, cid, mids, now):
+    for row in message_rows(conversation, cid, mids, now, cached=counted):
         batch.add(Message, row)
     for row in summary_rows(conversation, cid, mids, now):
         batch.add(Summary, row)
@@ -342,6 +355,38 @@ def file_rows(
         }
 
 
+# A conversation with the token counts of its messages (by source message id), computed
+# before the import takes the database's write lock.
+Prepared = tuple[ImportedConversation, dict[str, dict[str, Any]]]
+
+
+def prepare(conversation: ImportedConversation) -> Prepared:
+    counts = {
+        m.id: {
+            "tokens": counts_for_message(
+                EngineMessage(
+                    id=m.id,
+                    role=m.role,
+                    content=clean(m.content),
+                    tool_calls=m.tool_calls,
+                    tool_call_id=m.tool_call_id,
+                )
+            )
+        }
+        for m in conversation.messages
+    }
+    return conversation, counts
+
+
+def _replay(spool: IO[bytes]) -> Iterator[Prepared]:
+    """Our own spool, written moments ago by this process (never user-supplied pickles)."""
+    while True:
+        try:
+            yield pickle.load(spool)
+        except EOFError:
+            return
+
+
 def import_source(
     session: Session,
     user: User,
@@ -349,13 +394,28 @@ def import_source(
     *,
     limits: Limits = UNLIMITED,
     on_progress: Progress | None = None,
+    on_saving: Callable[[], None] | None = None,
 ) -> ImportResult:
-    """Sniff, stream and store a whole file in the caller's transaction (all or nothing)."""
+    """Sniff, stream and store a whole file in the caller's transaction (all or nothing).
+
+    Two phases keep the database's write lock short (SQLite has one writer): first the file
+    is parsed, validated and token-counted into a temporary spool without touching the
+    database — a malformed file is refused here, before any lock — then the spool is
+    replayed into the database.  ``on_saving`` marks the switch (progress bars)."""
     fmt = sniff(source)
-    try:
-        return import_conversations(
-            session, user, read_conversations(source, fmt, on_progress), fmt=fmt, limits=limits
-        )
-    except IntegrityError:
-        # Only a concurrent import of the same conversations can collide on the source keys.
-        raise Conflict("Another import of the same conversations is running; try again.") from None
+    with tempfile.TemporaryFile(prefix="chatmem-import-") as spool:
+        for conversation in read_conversations(source, fmt, on_progress):
+            pickle.dump(prepare(conversation), spool, protocol=pickle.HIGHEST_PROTOCOL)
+        if on_saving is not None:
+            on_saving()
+        spool.seek(0)
+        # The caller may have looked the user up in another session; attach without a query
+        # so the first statement — and on SQLite the write lock — comes with the first row.
+        user = session.merge(user, load=False) if user not in session else user
+        try:
+            return import_conversations(session, user, _replay(spool), fmt=fmt, limits=limits)
+        except IntegrityError:
+            # Only a concurrent import of the same conversations collides on the source keys.
+            raise Conflict(
+                "Another import of the same conversations is running; try again."
+            ) from None
