@@ -96,3 +96,28 @@ def test_stop_during_a_tool_call_records_an_unknown_result(
     tool = tool_chat.messages()[-1]
     assert tool["role"] == "tool" and tool["tool_call_id"] == "call_stop"
     assert "unknown" in tool["content"]
+
+
+def test_budget_is_recomputed_after_a_tool_call_CTX_13(
+    turn_client: TestClient, model_server: FakeModelServer, mcp: McpServerProcess
+) -> None:
+    chat = make_chat(
+        turn_client,
+        model_server,
+        admin=True,
+        profile={"context_window": 8192, "answer_reserve": 1024},
+    )
+    response = turn_client.post(
+        "/api/v1/mcp-servers",
+        json={"name": "tools", "url": mcp.url, "bearer_token": "mcp-secret"},
+        headers=chat.headers,
+    )
+    assert response.status_code == 201, response.text
+    # The tool's answer alone is larger than the window: the next request cannot be sent.
+    model_server.tool_call("echo", {"text": "lorem ipsum dolor " * 2500}, id="call_big")
+    run = chat.turn("Echo a lot")
+    assert run["status"] == "failed"
+    assert run["error"]["code"] == "does_not_fit"
+    assert len(model_server.chat_requests) == 1  # never sent, never truncated (CTX-19)
+    roles = [m["role"] for m in chat.messages()]
+    assert roles == ["user", "assistant", "tool"]  # the call and its result are both kept
