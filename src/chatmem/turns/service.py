@@ -360,8 +360,11 @@ class TurnService:
         run = await self._read(runs.owned_run, user_id, run_id)
         return runs.run_public(run)
 
-    async def watch(self, user_id: str, run_id: str, after: int) -> AsyncIterator[RunEvent]:
-        await self._read(runs.owned_run, user_id, run_id)
+    async def watch(
+        self, user_id: str, run_id: str, after: int, *, owner_checked: bool = False
+    ) -> AsyncIterator[RunEvent]:
+        if not owner_checked:
+            await self._read(runs.owned_run, user_id, run_id)
         last = after
         while True:
             if await self.coordinator.is_live(run_id):
