@@ -2,8 +2,9 @@
 
 One server and one browser per test module (starting them is the slow part); each test gets
 a fresh browser context (own cookies) signed in through the sign-in page, and fails if the
-page logged a console error.  Setup data goes through the public HTTP API with a Bearer
-token — the same API the UI uses — so the tests only depend on the CONTRACT.
+page logged a console error.  Setup data goes through the public HTTP API (signed in like a
+browser: session cookie plus CSRF header) — the same API the UI uses — so the tests depend
+only on the CONTRACT.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class Server:
     process: subprocess.Popen[str]
     log_path: Path
     signin_link: str | None = None
-    tokens: dict[str, str] = field(default_factory=dict)
+    sessions: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def add_user(self, name: str, *, admin: bool = False) -> None:
         _chatmem(
@@ -82,11 +83,22 @@ class Server:
             *(["--admin"] if admin else []),
             stdin=PASSWORD + "\n",
         )
-        self.tokens[name] = _chatmem(self.env, "token", "create", name).strip()
+        # Setup calls use a browser-style session (cookie + CSRF header), signed in through
+        # the API: one process start less per module than ``chatmem token create``.
+        response = httpx.post(
+            self.url + "/api/v1/auth/login", json={"name": name, "password": PASSWORD}, timeout=30
+        )
+        response.raise_for_status()
+        self.sessions[name] = dict(response.cookies)
 
     def api(self, name: str) -> httpx.Client:
+        """An HTTP client for the public API, signed in as ``name``."""
+        cookies = self.sessions[name]
         return httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {self.tokens[name]}"}, timeout=30
+            base_url=self.url,
+            cookies=cookies,
+            headers={"X-CSRF-Token": cookies["chatmem_csrf"]},
+            timeout=30,
         )
 
     def stop(self) -> None:

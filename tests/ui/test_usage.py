@@ -36,7 +36,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer) -> 
     finally:
         first.stop()
     srv = start_server(state, **LIMITS, CHATMEM_USAGE_FALLBACK_PROFILE_ID=base["id"])
-    srv.tokens.update(first.tokens)
+    srv.sessions.update(first.sessions)
     try:
         yield srv
     finally:
