@@ -1,7 +1,16 @@
 """Turns (SPEC §4): server-owned runs, their events, coordination across replicas, MCP tools.
 
-- ``events`` — the numbered run events (TURN-6).
+- ``service`` — the turn service on ``app.state.turns``: submit, stop, watch, recover,
+  manual compaction; owns the tasks that run turns.
+- ``runner`` — one turn: plan → (compaction) → model stream → tools → checkpoint → repeat.
+- ``inputs`` — where the runner meets the engine, the store and the profiles.
+- ``compaction`` — running a compaction the engine asked for, atomically (CTX-12).
+- ``tools`` — MCP servers' tools for a turn (TURN-4).
+- ``events`` / ``journal`` — numbered run events, published live and stored in batches.
 - ``coordinator`` / ``redis_coordinator`` — live fan-out, stop signals, locks, liveness.
-- ``runner`` — executes one turn: plan → (compaction) → model stream → tools → checkpoint.
-- ``runs`` — the durable side: creating, finishing and reading runs and their events.
+- ``recovery`` — runs of dead processes become ``interrupted`` (TURN-3).
+- ``runs`` — the durable rows: runs, stored events, tool calls, the usage ledger.
+- ``context_view`` — the context endpoint's cached plans.
+- ``usage`` — spending and included usage (USE-1 … USE-3).
+- ``dbwork`` — short database units for async code.
 """
