@@ -154,3 +154,40 @@ def test_ctx11_compress_now_is_refused_while_a_turn_runs(
     alice.keyboard.press("Escape")
     alice.get_by_role("button", name="Stop").click()
     expect(alice.get_by_role("button", name="Send")).to_be_visible()
+
+
+@pytest.mark.xfail(
+    reason="turns admission answers 413 does_not_fit when the plan needs compaction "
+    "(fits=false, compaction.needed=true) instead of compacting first",
+    strict=True,
+)
+def test_ctx10_automatic_compaction_during_a_turn_shows_the_marker(
+    alice: Any, server: Server, model: FakeModelServer, profiles: Any, console: Any
+) -> None:
+    console.allow("413")  # until the admission compacts first (see the xfail reason)
+    with server.api("alice") as api:
+        c = make_conversation(api, profiles["paid"]["id"], title="Auto compaction")
+        path = f"/api/v1/conversations/{c['id']}/messages"
+        # 30 messages of ≈ 560 tokens: past the 13K threshold, while the last 20 still fit.
+        for i in range(15):
+            for role in ("user", "assistant"):
+                body = {"role": role, "content": f"{role} {i} " + "detail " * 350}
+                api.post(path, json=body).raise_for_status()
+        plan = api.get(f"/api/v1/conversations/{c['id']}/context?draft=And%20now%3F").json()
+        assert plan["compaction"]["needed"] is True
+    _open(alice, server, c)
+    expect(alice.locator(".compaction-marker")).to_have_count(0)
+    model.reply("Summary: fifteen detailed exchanges.")  # the summary request
+    model.reply("Here is the answer after compaction.")
+    alice.get_by_role("textbox", name="Message").fill("And now?")
+    alice.get_by_role("textbox", name="Message").press("Enter")
+    expect(alice.locator(".message.role-assistant").last).to_contain_text(
+        "Here is the answer after compaction."
+    )
+    marker = alice.locator(".compaction-marker")
+    expect(marker.locator(".compaction-text")).to_have_text(
+        re.compile(r"^Memory compressed — \d+ earlier messages summarised$")
+    )
+    marker.get_by_role("button", name="Show summary").click()
+    expect(marker.locator(".summary-text")).to_contain_text("fifteen detailed exchanges")
+    expect(alice.locator("#messages > .message.dimmed").first).to_be_visible()
