@@ -45,3 +45,24 @@ def test_cli_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
         main(["no-such-command"])
     assert exc.value.code == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_error_data_never_changes_the_http_status(tmp_path: Path) -> None:
+    """A provider error carrying the provider's own status (e.g. 400) is still our 502."""
+    from fastapi import FastAPI
+
+    from chatmem.errors import ProviderError
+    from chatmem.web.errors import install_error_handlers
+
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise ProviderError("The model API answered 400: bad", status=400, code="x")
+
+    with TestClient(app) as client:
+        response = client.get("/boom")
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "provider_error"
+    assert response.json()["error"]["status"] == 400

@@ -9,6 +9,7 @@ answered with a plain 500 without a traceback.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -58,21 +59,27 @@ _HTTP_CODES = {
 }
 
 
-def error_response(code: str, message: str, status: int | None = None, **extra: Any) -> JSONResponse:
-    body: dict[str, Any] = {"code": code, "message": message}
-    body.update({k: v for k, v in extra.items() if v is not None})
+def error_response(
+    code: str, message: str, status: int | None = None, details: Mapping[str, Any] | None = None
+) -> JSONResponse:
+    """The CONTRACT error body.  ``details`` are extra JSON-safe fields beside code and message;
+    they can never change the HTTP status, which follows the code alone."""
+    body: dict[str, Any] = {}
+    for key, value in (details or {}).items():
+        if value is not None and isinstance(value, (str, int, float, bool)):
+            body[key] = value
+    body.update(code=code, message=message)
     return JSONResponse({"error": body}, status_code=status or STATUS_BY_CODE.get(code, 400))
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ChatmemError)
     async def _chatmem(_: Request, exc: ChatmemError) -> JSONResponse:
-        data = {k: v for k, v in exc.data.items() if isinstance(v, (str, int, float, bool))}
-        return error_response(exc.code, exc.message, **data)
+        return error_response(exc.code, exc.message, details=exc.data)
 
     @app.exception_handler(EngineError)
     async def _engine(_: Request, exc: EngineError) -> JSONResponse:
-        return error_response(exc.code, str(exc), **exc.details())
+        return error_response(exc.code, str(exc), details=exc.details())
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
