@@ -53,7 +53,9 @@ class Settings(BaseSettings):
         default="off",
         description="Storage quota preset: off, or extension (50 folders, 200 conversations, 300 messages).",
     )
-    max_folders: int | None = Field(default=None, description="Folder quota per user (overrides the preset).")
+    max_folders: int | None = Field(
+        default=None, description="Folder quota per user (overrides the preset)."
+    )
     max_conversations: int | None = Field(
         default=None, description="Conversation quota per user (overrides the preset)."
     )
@@ -72,7 +74,8 @@ class Settings(BaseSettings):
         ),
     )
     max_import_bytes: int = Field(
-        default=1024 * 1024 * 1024, description="Largest accepted upload for POST /api/v1/import, in bytes."
+        default=1024 * 1024 * 1024,
+        description="Largest accepted upload for POST /api/v1/import, in bytes.",
     )
     turn_max_iterations: int = Field(
         default=8, description="Per-turn guard: most model requests in one turn."
@@ -88,7 +91,8 @@ class Settings(BaseSettings):
         default=None, description="Included usage per rolling 7 days, in USD (unset: unlimited)."
     )
     usage_session_hours: float = Field(
-        default=5.0, description="Length of the rolling session window for included usage, in hours."
+        default=5.0,
+        description="Length of the rolling session window for included usage, in hours.",
     )
     usage_fallback_profile_id: str | None = Field(
         default=None,
