@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 from tests.conftest import skip_or_fail
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import (
@@ -18,6 +19,9 @@ from tests.ui.harness import (
     Server,
     start_server,
 )
+
+# Assertions wait up to 10 s: CI shares two cores between the server, Chromium and pytest.
+expect.set_options(timeout=10_000)
 
 
 @pytest.fixture(scope="module")

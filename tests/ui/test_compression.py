@@ -53,7 +53,7 @@ def test_ctx10_ctx11_compress_now_with_focus_price_marker_and_refusal(
     alice.locator("#counter").click()
     dialog = alice.get_by_role("dialog")
     button = dialog.get_by_role("button", name=re.compile(r"^Compress now · ≈ \$[\d.]+$"))
-    expect(button).to_be_visible()
+    expect(button).to_be_visible(timeout=15_000)
     dialog.get_by_placeholder("What to emphasise — optional").fill("the numbers")
     model.reply("Goal: discuss topics. Key facts: topic 0 to 3 are interesting.", delay=0.15)
     button.click()
