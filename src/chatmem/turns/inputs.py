@@ -36,6 +36,8 @@ class ModelTarget:
     model: str | None
     endpoint: ModelEndpoint | None
     engine_profile: Profile
+    #: The profile's summariser (CTX-9) as stored, read with the profile row.
+    summarizer_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,21 +109,21 @@ def resolve_target(
         except NotFound:
             summarizer = None
     endpoint = profiles.model_endpoint(row, secrets) if secrets is not None else None
-    return ModelTarget(row.id, row.model, endpoint, profiles.engine_profile(row, summarizer))
+    return ModelTarget(
+        row.id,
+        row.model,
+        endpoint,
+        profiles.engine_profile(row, summarizer),
+        row.summarizer_profile_id,
+    )
 
 
 def summarizer_target(
     session: Session, user_id: str, target: ModelTarget, secrets: Any = None
 ) -> ModelTarget:
     """CTX-9: the profile's cheaper summariser when it names one, else the same profile."""
-    if target.profile_id is None:
-        return target
-    from chatmem.store.tables.profiles import ModelProfile
-
-    other = session.scalar(
-        select(ModelProfile.summarizer_profile_id).where(ModelProfile.id == target.profile_id)
-    )
-    if not other or other == target.profile_id:
+    other = target.summarizer_id
+    if target.profile_id is None or not other or other == target.profile_id:
         return target
     resolved = resolve_target(session, user_id, other, secrets)
     return resolved if resolved.profile_id is not None else target

@@ -1,14 +1,21 @@
 """The event journal of one run: numbers events, publishes them live, stores them in batches.
 
-Publishing comes first (a watcher sees a delta as soon as the model sent it); storing is
-batched — every ``flush_size`` events or ``flush_interval`` seconds, and always at a
-checkpoint — because a database write per streamed token would cost more than the token.
+Publishing comes first (a watcher sees a delta as soon as the model sent it, from the
+coordinator's live log); storing is batched — every ``flush_size`` events or
+``flush_interval`` seconds — because a database write per streamed token would cost more than
+the token.  A batch due in the middle of a stream is written by a background task, one batch
+after another in sequence order, so the stream never waits for the database on its way to the
+client.  A checkpoint (:meth:`EventJournal.flush`: a stored message, a tool call, the end of
+the run) waits until every event emitted so far is stored, and raises there if a background
+write failed (the failed batch is kept and written again by the next flush).
+
 What a crash can lose is therefore at most one short batch of deltas; completed steps are
 checkpointed as messages anyway (TURN-2).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -38,6 +45,7 @@ class EventJournal:
         self._flush_size = flush_size
         self._flush_interval = flush_interval
         self._last_flush = time.monotonic()
+        self._writer: asyncio.Task[None] | None = None
 
     @property
     def seq(self) -> int:
@@ -48,17 +56,43 @@ class EventJournal:
         event = RunEvent(self._seq, type_, data)
         await self._coordinator.publish(self.run_id, event)
         self._pending.append(event)
-        if event.terminal or (
+        if event.terminal:
+            await self.flush()
+        elif (
             len(self._pending) >= self._flush_size
             or time.monotonic() - self._last_flush >= self._flush_interval
         ):
-            await self.flush()
+            self._write_in_background()
         return event
 
-    async def flush(self) -> None:
-        if not self._pending:
+    def _write_in_background(self) -> None:
+        writer = self._writer
+        if writer is not None and (
+            not writer.done() or writer.cancelled() or writer.exception() is not None
+        ):
+            # One write at a time keeps the stored order; a failed one waits for the next
+            # checkpoint to report it.
             return
-        batch, self._pending = self._pending, []
-        self._last_flush = time.monotonic()
+        self._writer = asyncio.create_task(
+            self._write_pending(), name=f"chatmem-journal-{self.run_id}"
+        )
 
-        await work(self._db, runs.store_events, self.run_id, batch)
+    async def _write_pending(self) -> None:
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        self._last_flush = time.monotonic()
+        try:
+            await work(self._db, runs.store_events, self.run_id, batch)
+        except Exception:
+            # Not stored (the unit of work rolled back): keep the batch, in order, for the
+            # next flush.
+            self._pending[:0] = batch
+            raise
+
+    async def flush(self) -> None:
+        """Returns when every event emitted so far is stored."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await writer  # a background write's failure surfaces here, at a checkpoint
+        await self._write_pending()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -105,6 +106,11 @@ class TurnService:
 
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
+        # The BPE encodings load lazily (about a second): load them now, beside start-up, so
+        # the first turn's message count does not pay for it on the way to its first token.
+        threading.Thread(
+            target=warm_tokenizers, name="chatmem-warm-tokenizers", daemon=True
+        ).start()
         await self.coordinator.start()
         await self.recover()
         self._background = asyncio.create_task(
@@ -271,7 +277,9 @@ class TurnService:
         """One transaction: check ownership, pick the model (USE-3 fallback), refuse what
         cannot fit (TURN-5, before anything is written), store the message and the run, and
         read the MCP servers the turn will use."""
-        owned_conversation_row(session, user_id, conversation_id)
+        # Held for the whole unit: the session's identity map is weak, and the later lookups
+        # of the same row (plan, message) are then answered without a query.
+        _held = owned_conversation_row(session, user_id, conversation_id)
         fallback = usage.fallback_profile(session, user_id, self.settings)
         inputs = load_inputs(
             session,
@@ -299,7 +307,7 @@ class TurnService:
             if found != set(file_ids):
                 raise NotFound("file")
             session.execute(update(File).where(File.id.in_(file_ids)).values(message_id=message_id))
-        run = runs.create_run(
+        run_id = runs.start_run(
             session,
             user_id=user_id,
             conversation_id=conversation_id,
@@ -308,7 +316,7 @@ class TurnService:
             idempotency_key=idempotency_key,
         )
         servers = load_mcp_servers(session, self.settings, self.secrets)
-        return run.id, message_id, inputs, servers
+        return run_id, message_id, inputs, servers
 
     async def _run(self, job: TurnJob) -> None:
         journal = EventJournal(job.run_id, self.db, self.coordinator)
@@ -385,6 +393,15 @@ class TurnService:
 
     def active_runs(self) -> list[str]:
         return list(self._tasks)
+
+
+def warm_tokenizers() -> None:
+    """Loads every tokenizer's encoding once (they are process-wide and cached)."""
+    from chatmem import context as engine
+
+    for name in engine.TOKENIZER_NAMES:
+        with contextlib.suppress(Exception):  # a broken encoding fails later, where it is used
+            engine.get_tokenizer(name).count("warm up")
 
 
 def stale_before(seconds: float) -> Any:

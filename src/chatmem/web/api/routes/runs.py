@@ -13,7 +13,7 @@ from chatmem.errors import InvalidInput
 from chatmem.store.tables.accounts import User
 from chatmem.turns import runs
 from chatmem.turns.events import RunEvent
-from chatmem.web.api.routes.turns import AuthUser, turn_service
+from chatmem.web.api.routes.turns import AuthUser, short_read, turn_service
 from chatmem.web.deps import CurrentUser, DbSession, get_current_user
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
@@ -44,13 +44,17 @@ def _cursor(value: str | None) -> int:
     return cursor
 
 
-def run_owner(run_id: str, request: Request) -> User:
+async def run_owner(run_id: str, request: Request) -> User:
     """Authenticates and checks the run belongs to the user, in one short read transaction
-    (the events stream starts one round trip sooner)."""
-    with request.app.state.db.session() as session:
-        user = get_current_user(request, session)
-        runs.owned_run(session, user.id, run_id)
-        return user
+    (the events stream starts one round trip sooner; on SQLite without a thread hop)."""
+
+    def check(request: Request) -> User:
+        with request.app.state.db.session() as session:
+            user = get_current_user(request, session)
+            runs.owned_run(session, user.id, run_id)
+            return user
+
+    return await short_read(request, check)
 
 
 @router.get("/{run_id}/events")
