@@ -318,12 +318,15 @@
     try { await api("PATCH", convPath(), { folder_id }); state.conversation.folder_id = folder_id; sidebar.reload(); }
     catch (err) { toast(err.message); }
   });
-  document.addEventListener("chatmem:folders", (event) => {
+  function fillFolders(folders) {
     const keep = folderSelect.value;
     folderSelect.replaceChildren(el("option", { value: "", text: "No folder" }));
-    for (const f of event.detail) folderSelect.append(el("option", { value: f.id, text: f.name }));
+    for (const f of folders) folderSelect.append(el("option", { value: f.id, text: f.name }));
     folderSelect.value = (state.conversation && (state.conversation.folder_id || "")) || keep;
-  });
+  }
+  document.addEventListener("chatmem:folders", (event) => fillFolders(event.detail));
+  // The sidebar may have loaded the folders before this script ran.
+  fillFolders(sidebar.folders());
   document.getElementById("archive-chat").addEventListener("click", async () => {
     try { await api("POST", convPath("/archive")); location.assign("/"); }
     catch (err) { toast(err.message); }
