@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from sqlalchemy.orm import Session
 
 from chatmem.store.db import Database
 from chatmem.turns import runs
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.dbwork import work
 from chatmem.turns.events import RunEvent
+
+T = TypeVar("T")
 
 
 class EventJournal:
@@ -90,9 +95,38 @@ class EventJournal:
             self._pending[:0] = batch
             raise
 
-    async def flush(self) -> None:
-        """Returns when every event emitted so far is stored."""
+    async def flush(self, also: Callable[[Session], T] | None = None) -> T | None:
+        """Returns when every event emitted so far is stored.
+
+        ``also(session)`` — the checkpoint's own writes (the answer, the run's end) — runs in
+        the same transaction as the last batch: one commit instead of two or three, which
+        matters when the next turn is queueing for the SQLite write lock."""
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer  # a background write's failure surfaces here, at a checkpoint
-        await self._write_pending()
+        if also is None:
+            await self._write_pending()
+            return None
+        batch, self._pending = self._pending, []
+        if batch:
+            self._last_flush = time.monotonic()
+
+        def unit(session: Session) -> T:
+            result = also(session)  # first: its refusal (a deleted conversation) is clearer
+            runs.store_events(session, self.run_id, batch)
+            return result
+
+        try:
+            return await work(self._db, unit)
+        except Exception:
+            self._pending[:0] = batch
+            raise
+
+    async def end(self, type_: str, data: dict[str, Any], also: Callable[[Session], T]) -> T:
+        """Publishes the run's terminal event, then stores it with the rest and ``also``."""
+        self._seq += 1
+        event = RunEvent(self._seq, type_, data)
+        assert event.terminal
+        await self._coordinator.publish(self.run_id, event)
+        self._pending.append(event)
+        return cast(T, await self.flush(also))

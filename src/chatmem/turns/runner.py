@@ -271,34 +271,53 @@ class TurnRunner:
                 )
             raise
         text = "".join(parts)
-        await self._record_usage(inputs, usage, "answer")
-        self._tally.last_message_id = await self._store(
-            "assistant", text, tool_calls=calls or None, meta={"step": step}
-        )
-        await self._journal.flush()
+        ledger = self._usage(inputs, usage, "answer")
+        conversation_id, settings = self.job.conversation_id, self._settings
+        meta = {"run_id": self.job.run_id, "step": step}
+
+        def checkpoint(session: Any) -> str:
+            # The answer's checkpoint (TURN-2) is one transaction: its ledger row (USE-1),
+            # the assistant message and the events streamed so far.
+            runs.record_usage(session, **ledger)
+            return store_message(
+                session,
+                conversation_id,
+                "assistant",
+                text,
+                settings,
+                meta,
+                {"tool_calls": calls or None},
+            )
+
+        try:
+            self._tally.last_message_id = await self._journal.flush(checkpoint)
+        except Exception:
+            # Whatever stopped the checkpoint (the conversation was deleted meanwhile), the
+            # model call was made: its ledger row is kept on its own.
+            with _suppress_all():
+                await self._db_call(_ledger_row, ledger)
+            raise
         return text, calls
 
-    async def _record_usage(self, inputs: TurnInputs, usage: Usage | None, kind: str) -> None:
+    def _usage(self, inputs: TurnInputs, usage: Usage | None, kind: str) -> dict[str, Any]:
+        """Adds one model call to the turn's tally; returns its ledger row."""
         prompt = usage.prompt_tokens if usage else inputs.plan_tokens_used
         completion = usage.completion_tokens if usage else 0
         cost = inputs.cost(prompt, completion)
         self._tally.usage["prompt_tokens"] += prompt
         self._tally.usage["completion_tokens"] += completion
         self._tally.cost += cost
-        await self._db_call(
-            _ledger_row,
-            dict(
-                user_id=self.job.user_id,
-                conversation_id=self.job.conversation_id,
-                run_id=self.job.run_id,
-                kind=kind,
-                profile_id=inputs.profile_id,
-                model=inputs.model,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                cost=cost,
-                estimated_prompt_tokens=inputs.plan_tokens_used,
-            ),
+        return dict(
+            user_id=self.job.user_id,
+            conversation_id=self.job.conversation_id,
+            run_id=self.job.run_id,
+            kind=kind,
+            profile_id=inputs.profile_id,
+            model=inputs.model,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost=cost,
+            estimated_prompt_tokens=inputs.plan_tokens_used,
         )
 
     async def _tools(self, toolbox: ToolBox, calls: list[ToolCall]) -> bool:
@@ -375,10 +394,23 @@ class TurnRunner:
     async def _finish(
         self, status: str, *, note: str | None = None, error: tuple[str, str] | None = None
     ) -> None:
+        run_id = self.job.run_id
+
+        def finish_row(session: Any) -> None:
+            # Stored with the terminal event, in one transaction.
+            runs.finish_run(
+                session,
+                run_id,
+                status,
+                error_code=error[0] if error else None,
+                error_message=error[1] if error else None,
+                note=note,
+            )
+
         if error is not None:
-            await self._journal.emit("error", {"code": error[0], "message": error[1]})
+            await self._journal.end("error", {"code": error[0], "message": error[1]}, finish_row)
         else:
-            await self._journal.emit(
+            await self._journal.end(
                 "done",
                 {
                     "status": status,
@@ -387,15 +419,8 @@ class TurnRunner:
                     "usage": self._tally.usage,
                     "cost": round(self._tally.cost, 8),
                 },
+                finish_row,
             )
-        await self._db_call(
-            _finish_row,
-            self.job.run_id,
-            status,
-            error[0] if error else None,
-            error[1] if error else None,
-            note,
-        )
 
 
 # Small adapters so ``_db_call`` can pass keyword data through a worker thread.
@@ -409,12 +434,6 @@ def _tool_started_row(session: Any, data: dict[str, Any]) -> str:
 
 def _tool_finished_row(session: Any, row_id: str, status: str, result: str) -> None:
     runs.tool_finished(session, row_id, status, result)
-
-
-def _finish_row(
-    session: Any, run_id: str, status: str, code: str | None, message: str | None, note: str | None
-) -> None:
-    runs.finish_run(session, run_id, status, error_code=code, error_message=message, note=note)
 
 
 class _suppress_all:
