@@ -547,3 +547,23 @@ def test_ctx9_compaction_cuts_a_first_pair_larger_than_the_summariser_window() -
     summary = Summary("S", through="m11", tokens=7)
     request = compaction_request(conv(history, summary=summary), profile, mode="full", manual=True)
     assert request is None  # one complete pair after the summary: nothing to compress yet
+
+
+def test_ctx19_history_over_the_window_is_sendable_after_compaction() -> None:
+    """A long history that overflows the window is not refused: compaction makes room."""
+    history = cached(pairs(30), 1_200)  # 60 messages × 1,200 tokens: far past 32K
+    result = plan(conv(history), Profile(), mode="full", draft="And now?")
+    assert not result.fits
+    assert result.compaction.needed
+    assert result.sendable
+    result.require_sendable()
+    with pytest.raises(DoesNotFit):
+        result.require_fit()
+
+
+def test_ctx19_a_draft_too_big_even_after_compaction_is_not_sendable() -> None:
+    history = cached(pairs(30), 1_200)
+    result = plan(conv(history), Profile(), mode="full", draft="word " * 40_000)
+    assert not result.sendable
+    with pytest.raises(DoesNotFit):
+        result.require_sendable()

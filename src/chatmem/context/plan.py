@@ -121,6 +121,9 @@ class Plan:
 
     mode: Mode
     fits: bool
+    #: ``fits``, or the planned compaction is estimated to make it fit (CTX-19: a request is
+    #: refused only when it does not fit *even after* compaction).
+    sendable: bool
     messages: tuple[dict[str, Any], ...]
     status: Mapping[str, MessageStatus]
     files: Mapping[str, FileStatus]
@@ -164,8 +167,16 @@ class Plan:
         }
 
     def require_fit(self) -> None:
-        """Raise ``DoesNotFit`` (CTX-19) unless the request fits the window."""
+        """Raise ``DoesNotFit`` (CTX-19) unless the request fits the window as planned."""
         if not self.fits:
+            raise DoesNotFit(
+                needed=self.tokens.used + self.tokens.reserve, available=self.tokens.window
+            )
+
+    def require_sendable(self) -> None:
+        """Raise ``DoesNotFit`` (CTX-19) unless the request fits now or after the planned
+        compaction.  Admission checks this; after compacting, check :meth:`require_fit`."""
+        if not self.sendable:
             raise DoesNotFit(
                 needed=self.tokens.used + self.tokens.reserve, available=self.tokens.window
             )
@@ -259,6 +270,7 @@ def _plan(
     budget = window - reserve
     fixed = instructions_tokens + tools_tokens + summary_tok + draft_tokens + pinned_tokens
     window_sent_tail: list[dict[str, Any]] = []
+    auto_file_tokens = _auto_file_tokens(conversation.files, tok)
 
     if mode == "off":
         chosen = Selection(lo=history_stop)
@@ -273,7 +285,7 @@ def _plan(
             through=summary.through if summary is not None else None,
             available=budget - fixed - turn_tokens,
             tokens_of=tokens_of,
-            file_tokens=_auto_file_tokens(conversation.files, tok),
+            file_tokens=auto_file_tokens,
         )
 
     in_memory_ids = set(chosen.in_memory_ids)
@@ -338,6 +350,15 @@ def _plan(
             tokenizer=tok,
             focus=focus,
         )
+    sendable = fits
+    if not fits and fold is not None:
+        # After compaction: the new summary (at most its output cap) replaces the fold; what
+        # stays verbatim is the tail after it, counted from cached counts (O(kept tail)).
+        kept = sum(
+            (m.tokens if m.tokens is not None else tokens_of(m)) + auto_file_tokens.get(m.id, 0)
+            for m in messages[fold.stop : history_stop]
+        )
+        sendable = fixed - summary_tok + SUMMARY_OUTPUT_TOKENS + kept + turn_tokens <= budget
     prices = price_for(profile)
     price = PriceEstimate(
         next_request=0.0 if prices.free else cost(used, prices.input_per_mtok),
@@ -354,6 +375,7 @@ def _plan(
     return Plan(
         mode=mode,
         fits=fits,
+        sendable=sendable,
         messages=tuple(sent),
         status=status,
         files=file_statuses,

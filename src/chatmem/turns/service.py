@@ -292,7 +292,7 @@ class TurnService:
         if inputs.target.profile_id is None:
             # Refused before anything is stored: a turn without a model can only fail.
             raise InvalidInput("This conversation has no model: choose a model profile first.")
-        inputs.plan.require_fit()
+        inputs.plan.require_sendable()  # compaction first when it makes room (CTX-19)
         message_id = store_message(
             session, conversation_id, "user", content, self.settings, None, {}
         )
