@@ -92,6 +92,7 @@
     if (c.profile_id && profileById(c.profile_id)) modelSelect.value = c.profile_id;
     applyProfile();
     feed.setConversation(c.id);
+    memory.setConversation(c.id); // the counter and memory window follow from here on
     sidebar.markCurrent(c.id);
   }
 

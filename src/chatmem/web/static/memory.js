@@ -277,7 +277,10 @@
     plan: () => state.plan,
     setDraft(text) { state.draft = text; refreshSoon(); },
     setFiles(files) { state.files = files || []; if (state.plan) renderFiles(state.plan); },
-    setConversation(id) { state.conversationId = id; state.files = []; state.plan = null; refreshNow(); loadFiles(); },
+    setConversation(id) {
+      if (id && id === state.conversationId) return; // already showing this conversation
+      state.conversationId = id; state.files = []; state.plan = null; refreshNow(); loadFiles();
+    },
     setProfile(p) { state.profile = p; if (state.plan) renderWindow(state.plan); else renderEmpty(); },
   };
 })();
