@@ -41,6 +41,7 @@ class EventJournal:
         start_seq: int = 0,
         flush_size: int = 64,
         flush_interval: float = 0.1,
+        admission: asyncio.Future[bool] | None = None,
     ) -> None:
         self.run_id = run_id
         self._db = db
@@ -51,6 +52,9 @@ class EventJournal:
         self._flush_interval = flush_interval
         self._last_flush = time.monotonic()
         self._writer: asyncio.Task[None] | None = None
+        #: A turn started before its run was stored stores nothing until the admission
+        #: committed (True); if it failed (False) there is no run to store events for.
+        self._admission = admission
 
     @property
     def seq(self) -> int:
@@ -82,7 +86,16 @@ class EventJournal:
             self._write_pending(), name=f"chatmem-journal-{self.run_id}"
         )
 
+    async def admitted(self) -> bool:
+        """Waits for the run's admission; False when it failed (nothing may be stored)."""
+        if self._admission is None:
+            return True
+        return await asyncio.shield(self._admission)
+
     async def _write_pending(self) -> None:
+        if not await self.admitted():
+            self._pending.clear()
+            return
         batch, self._pending = self._pending, []
         if not batch:
             return
@@ -107,6 +120,9 @@ class EventJournal:
         if also is None:
             await self._write_pending()
             return None
+        if not await self.admitted():
+            self._pending.clear()
+            return None
         batch, self._pending = self._pending, []
         if batch:
             self._last_flush = time.monotonic()
@@ -129,4 +145,4 @@ class EventJournal:
         assert event.terminal
         await self._coordinator.publish(self.run_id, event)
         self._pending.append(event)
-        return cast(T, await self.flush(also))
+        return cast(T, await self.flush(also))  # None only when the run was never admitted

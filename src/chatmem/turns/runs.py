@@ -61,11 +61,12 @@ def start_run(
     replica_id: str,
     idempotency_key: str | None = None,
     profile_id: str | None = None,
+    run_id: str | None = None,
 ) -> str:
     """Inserts a ``running`` run and returns its id (one Core statement: this is on the way
     to the first token, where an ORM flush costs more than the insert)."""
     now = utcnow()
-    run_id = new_id()
+    run_id = run_id or new_id()
     session.execute(
         insert(Run).values(
             id=run_id,

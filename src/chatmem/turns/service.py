@@ -32,7 +32,7 @@ from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.tables.conversations import File
-from chatmem.store.types import utcnow
+from chatmem.store.types import new_id, utcnow
 from chatmem.turns import recovery, runs, usage
 from chatmem.turns.compaction import ModelClients
 from chatmem.turns.context_view import ContextCache
@@ -92,6 +92,7 @@ class TurnService:
         #: (listing MCP tools on every keystroke would be far too slow).
         self.known_tools: list[dict[str, Any]] = []
         self._servers: dict[str, list[Any]] = {}  # run id -> MCP servers read at admission
+        self._opening: dict[str, asyncio.Future[None]] = {}  # run id -> coordinator.open_run
 
     @classmethod
     def from_settings(cls, db: Database, settings: Settings, secrets: Any = None) -> TurnService:
@@ -219,10 +220,31 @@ class TurnService:
                 return Submitted(existing, created=False)
         token = await self._take_lock(user_id, conversation_id, for_turn=True)
         name = lock_name(conversation_id)
+        loop = asyncio.get_running_loop()
+        run_id, message_id = new_id(), new_id()
+        # Set when the admission transaction has committed (True) or failed (False).
+        admission: asyncio.Future[bool] = loop.create_future()
+
+        def start_early(inputs: TurnInputs) -> None:
+            # From the worker thread, in the admission transaction, once the turn is known to
+            # be admissible: the model request starts while the message and the run are
+            # being stored.  The turn writes nothing until ``admission`` says they are.
+            job = self._job(run_id, user_id, conversation_id, message_id, inputs)
+            loop.call_soon_threadsafe(self._start, job, [], admission)
+
+        early = start_early if self._toolbox_factory == self._default_toolbox else None
         try:
             try:
-                run_id, message_id, inputs, servers = await self._db(
-                    self._create, user_id, conversation_id, content, file_ids or [], idempotency_key
+                _, _, inputs, servers = await self._db(
+                    self._create,
+                    user_id,
+                    conversation_id,
+                    content,
+                    file_ids or [],
+                    idempotency_key,
+                    run_id=run_id,
+                    message_id=message_id,
+                    start_early=early,
                 )
             except IntegrityError:
                 # A concurrent retry with the same key won the race: answer with its run.
@@ -231,14 +253,28 @@ class TurnService:
                 )
                 if existing is None:
                     raise
+                await self._abandon(run_id, admission)
                 await self.coordinator.release(name, token)
                 return Submitted(existing.id, created=False)
         except BaseException:
+            await self._abandon(run_id, admission)
             await self.coordinator.release(name, token)
             raise
+        admission.set_result(True)
         self._locks[run_id] = (name, token)
-        await self.coordinator.open_run(run_id)
-        job = TurnJob(
+        if run_id not in self._tasks:
+            self._start(
+                self._job(run_id, user_id, conversation_id, message_id, inputs), servers, None
+            )
+        # The live log exists before the 202: a watcher that connects next follows it.
+        await asyncio.shield(self._opening[run_id])
+        return Submitted(run_id, created=True)
+
+    @staticmethod
+    def _job(
+        run_id: str, user_id: str, conversation_id: str, message_id: str, inputs: TurnInputs
+    ) -> TurnJob:
+        return TurnJob(
             run_id,
             user_id,
             conversation_id,
@@ -246,9 +282,28 @@ class TurnService:
             profile_override=inputs.target.profile_id if inputs.target.profile_id else None,
             first_inputs=inputs,
         )
-        self._servers[run_id] = servers
-        self._tasks[run_id] = asyncio.create_task(self._run(job), name=f"chatmem-turn-{run_id}")
-        return Submitted(run_id, created=True)
+
+    def _start(
+        self, job: TurnJob, servers: list[Any], admission: asyncio.Future[bool] | None
+    ) -> None:
+        """Starts the turn's task (on the loop)."""
+        if admission is not None and admission.done():
+            return  # the admission failed before this call got its turn on the loop
+        self._servers[job.run_id] = servers
+        self._opening[job.run_id] = asyncio.ensure_future(self.coordinator.open_run(job.run_id))
+        self._tasks[job.run_id] = asyncio.create_task(
+            self._run(job, admission), name=f"chatmem-turn-{job.run_id}"
+        )
+
+    async def _abandon(self, run_id: str, admission: asyncio.Future[bool]) -> None:
+        """The admission failed: a turn started early is cancelled before it wrote anything."""
+        if not admission.done():
+            admission.set_result(False)
+        task = self._tasks.get(run_id)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
     @staticmethod
     def _admit(
@@ -273,13 +328,21 @@ class TurnService:
         content: str,
         file_ids: list[str],
         idempotency_key: str | None,
+        *,
+        run_id: str | None = None,
+        message_id: str | None = None,
+        start_early: Callable[[TurnInputs], None] | None = None,
     ) -> tuple[str, str, TurnInputs, list[Any]]:
-        """One transaction: check ownership, pick the model (USE-3 fallback), refuse what
-        cannot fit (TURN-5, before anything is written), store the message and the run, and
-        read the MCP servers the turn will use."""
+        """One transaction: check ownership, read the MCP servers the turn will use, pick the
+        model (USE-3 fallback), refuse what cannot fit (TURN-5, before anything is written),
+        and store the message and the run.
+
+        ``start_early(inputs)`` is called once nothing but the writes is left, when the first
+        model request is exactly the admission plan (no MCP tools, no compaction first)."""
         # Held for the whole unit: the session's identity map is weak, and the later lookups
         # of the same row (plan, message) are then answered without a query.
         _held = owned_conversation_row(session, user_id, conversation_id)
+        servers = load_mcp_servers(session, self.settings, self.secrets)
         fallback = usage.fallback_profile(session, user_id, self.settings)
         inputs = load_inputs(
             session,
@@ -292,10 +355,7 @@ class TurnService:
         if inputs.target.profile_id is None:
             # Refused before anything is stored: a turn without a model can only fail.
             raise InvalidInput("This conversation has no model: choose a model profile first.")
-        inputs.plan.require_sendable()  # compaction first when it makes room (CTX-19)
-        message_id = store_message(
-            session, conversation_id, "user", content, self.settings, None, {}
-        )
+        inputs.plan.require_fit()
         if file_ids:
             found = set(
                 session.scalars(
@@ -306,32 +366,45 @@ class TurnService:
             )
             if found != set(file_ids):
                 raise NotFound("file")
+        if start_early is not None and not servers and not inputs.plan.compaction.needed:
+            start_early(inputs)
+        message_id = store_message(
+            session,
+            conversation_id,
+            "user",
+            content,
+            self.settings,
+            None,
+            {"message_id": message_id} if message_id else {},
+        )
+        if file_ids:
             session.execute(update(File).where(File.id.in_(file_ids)).values(message_id=message_id))
         run_id = runs.start_run(
             session,
+            run_id=run_id,
             user_id=user_id,
             conversation_id=conversation_id,
             user_message_id=message_id,
             replica_id=self.coordinator.replica_id,
             idempotency_key=idempotency_key,
         )
-        servers = load_mcp_servers(session, self.settings, self.secrets)
         return run_id, message_id, inputs, servers
 
-    async def _run(self, job: TurnJob) -> None:
-        journal = EventJournal(job.run_id, self.db, self.coordinator)
-        runner = TurnRunner(
-            job,
-            db=self.db,
-            settings=self.settings,
-            coordinator=self.coordinator,
-            journal=journal,
-            toolbox_factory=self._toolbox_for(job.run_id),
-            model_factory=self._model_factory,
-            secrets=self.secrets,
-            clients=self.clients,
-        )
+    async def _run(self, job: TurnJob, admission: asyncio.Future[bool] | None = None) -> None:
         try:
+            await self._opening[job.run_id]
+            journal = EventJournal(job.run_id, self.db, self.coordinator, admission=admission)
+            runner = TurnRunner(
+                job,
+                db=self.db,
+                settings=self.settings,
+                coordinator=self.coordinator,
+                journal=journal,
+                toolbox_factory=self._toolbox_for(job.run_id),
+                model_factory=self._model_factory,
+                secrets=self.secrets,
+                clients=self.clients,
+            )
             await runner.run()
         finally:
             with contextlib.suppress(Exception):
@@ -345,6 +418,8 @@ class TurnService:
 
     async def _cleanup(self, run_id: str) -> None:
         self._tasks.pop(run_id, None)
+        self._opening.pop(run_id, None)
+        self._servers.pop(run_id, None)
         held = self._locks.pop(run_id, None)
         self.coordinator.forget_stop(run_id)
         await self.coordinator.finish_run(run_id)
