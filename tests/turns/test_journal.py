@@ -1,0 +1,144 @@
+"""The event journal: live first, stored in order in background batches, complete at every
+checkpoint (TURN-6), and nothing stored for a turn whose admission failed (TURN-1)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.exc import IntegrityError
+
+from chatmem.store import accounts
+from chatmem.store.conversations import create_conversation
+from chatmem.store.db import Database
+from chatmem.store.quotas import Limits
+from chatmem.turns import runs
+from chatmem.turns.coordinator import LocalCoordinator
+from chatmem.turns.events import RunEvent
+from chatmem.turns.journal import EventJournal
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database(f"sqlite:///{tmp_path / 'journal.db'}")
+    database.migrate()
+    yield database
+    database.dispose()
+
+
+def _conversation(db: Database) -> tuple[str, str]:
+    with db.session(write=True) as session:
+        user = accounts.create_user(session, "journal")
+        conversation = create_conversation(session, user, Limits())
+        return user.id, conversation.id
+
+
+def _new_run(db: Database, user_id: str, conversation_id: str, run_id: str | None = None) -> str:
+    with db.session(write=True) as session:
+        return runs.start_run(
+            session,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            user_message_id=None,
+            replica_id="test",
+            run_id=run_id,
+        )
+
+
+def _stored(db: Database, run_id: str) -> list[tuple[int, str]]:
+    with db.session() as session:
+        return [(e.seq, e.type) for e in runs.events_after(session, run_id, 0)]
+
+
+async def test_events_are_stored_in_order_in_background_batches_and_complete_at_a_checkpoint_TURN_6(
+    db: Database,
+) -> None:
+    run_id = _new_run(db, *_conversation(db))
+    coordinator = LocalCoordinator()
+    await coordinator.open_run(run_id)
+    journal = EventJournal(run_id, db, coordinator, flush_size=3, flush_interval=60)
+    for i in range(7):
+        await journal.emit("delta", {"text": str(i)})
+    live = [e.seq async for e in _until(coordinator, run_id, 7)]
+    assert live == list(range(1, 8))  # published at once, whatever the database does
+    await journal.flush()
+    assert _stored(db, run_id) == [(seq, "delta") for seq in range(1, 8)]
+    with db.session() as session:
+        assert runs.owned_run(session, _owner(db, run_id), run_id).last_seq == 7
+
+
+async def test_the_terminal_event_is_stored_with_the_checkpoint_writes_in_one_unit(
+    db: Database,
+) -> None:
+    user_id, conversation_id = _conversation(db)
+    run_id = _new_run(db, user_id, conversation_id)
+    journal = EventJournal(run_id, db, LocalCoordinator())
+    await journal.emit("delta", {"text": "hi"})
+    await journal.end(
+        "done", {"status": "completed"}, lambda s: runs.finish_run(s, run_id, "completed")
+    )
+    assert _stored(db, run_id) == [(1, "delta"), (2, "done")]
+    with db.session() as session:
+        assert runs.owned_run(session, user_id, run_id).status == "completed"
+
+
+async def test_a_failed_background_write_surfaces_at_the_checkpoint_and_is_written_again(
+    db: Database,
+) -> None:
+    user_id, conversation_id = _conversation(db)
+    run_id = "not-stored-yet"
+    journal = EventJournal(run_id, db, LocalCoordinator(), flush_size=2, flush_interval=60)
+    await journal.emit("delta", {"text": "a"})
+    await journal.emit("delta", {"text": "b"})  # a background write: no run row yet
+    with pytest.raises(IntegrityError):
+        await journal.flush()
+    _new_run(db, user_id, conversation_id, run_id=run_id)
+    await journal.emit("delta", {"text": "c"})
+    await journal.flush()
+    assert _stored(db, run_id) == [(1, "delta"), (2, "delta"), (3, "delta")]
+
+
+async def test_a_turn_whose_admission_failed_stores_nothing_TURN_1(db: Database) -> None:
+    user_id, conversation_id = _conversation(db)
+    run_id = _new_run(db, user_id, conversation_id)  # stands for a run id never stored
+    admission: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    journal = EventJournal(run_id, db, LocalCoordinator(), flush_size=1, admission=admission)
+    await journal.emit("delta", {"text": "early"})
+    await asyncio.sleep(0.05)
+    assert _stored(db, run_id) == []  # waits for the admission
+    admission.set_result(False)
+    await journal.flush()
+    assert _stored(db, run_id) == []
+
+
+async def test_a_turn_started_before_its_admission_committed_stores_after_it(
+    db: Database,
+) -> None:
+    user_id, conversation_id = _conversation(db)
+    run_id = _new_run(db, user_id, conversation_id)
+    admission: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    journal = EventJournal(run_id, db, LocalCoordinator(), flush_size=1, admission=admission)
+    await journal.emit("delta", {"text": "early"})
+    await asyncio.sleep(0.05)
+    assert _stored(db, run_id) == []
+    admission.set_result(True)
+    await journal.flush()
+    assert _stored(db, run_id) == [(1, "delta")]
+
+
+async def _until(coordinator: LocalCoordinator, run_id: str, last: int) -> AsyncIterator[RunEvent]:
+    async for event in coordinator.watch(run_id, 0):
+        yield event
+        if event.seq >= last:
+            return
+
+
+def _owner(db: Database, run_id: str) -> str:
+    from chatmem.store.tables.runs import Run
+
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        return run.user_id
