@@ -93,6 +93,7 @@ class TurnService:
         self.known_tools: list[dict[str, Any]] = []
         self._servers: dict[str, list[Any]] = {}  # run id -> MCP servers read at admission
         self._opening: dict[str, asyncio.Future[None]] = {}  # run id -> coordinator.open_run
+        self._owners: dict[str, str] = {}  # run id -> user id, while the run's task lives
 
     @classmethod
     def from_settings(cls, db: Database, settings: Settings, secrets: Any = None) -> TurnService:
@@ -290,6 +291,7 @@ class TurnService:
         if admission is not None and admission.done():
             return  # the admission failed before this call got its turn on the loop
         self._servers[job.run_id] = servers
+        self._owners[job.run_id] = job.user_id
         self._opening[job.run_id] = asyncio.ensure_future(self.coordinator.open_run(job.run_id))
         self._tasks[job.run_id] = asyncio.create_task(
             self._run(job, admission), name=f"chatmem-turn-{job.run_id}"
@@ -420,6 +422,7 @@ class TurnService:
         self._tasks.pop(run_id, None)
         self._opening.pop(run_id, None)
         self._servers.pop(run_id, None)
+        self._owners.pop(run_id, None)
         held = self._locks.pop(run_id, None)
         self.coordinator.forget_stop(run_id)
         await self.coordinator.finish_run(run_id)
@@ -465,6 +468,11 @@ class TurnService:
             if run.status != "running" and last >= run.last_seq:
                 return
             await asyncio.sleep(0.2)
+
+    def runs_here(self, run_id: str, user_id: str) -> bool:
+        """Whether ``run_id`` is a turn of ``user_id`` running in this process (then its
+        ownership needs no query; otherwise ask the database)."""
+        return self._owners.get(run_id) == user_id
 
     def active_runs(self) -> list[str]:
         return list(self._tasks)

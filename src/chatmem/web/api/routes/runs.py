@@ -51,7 +51,8 @@ async def run_owner(run_id: str, request: Request) -> User:
     def check(request: Request) -> User:
         with request.app.state.db.session() as session:
             user = get_current_user(request, session)
-            runs.owned_run(session, user.id, run_id)
+            if not turn_service(request).runs_here(run_id, user.id):
+                runs.owned_run(session, user.id, run_id)
             return user
 
     return await short_read(request, check)
