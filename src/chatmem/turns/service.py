@@ -357,7 +357,7 @@ class TurnService:
         if inputs.target.profile_id is None:
             # Refused before anything is stored: a turn without a model can only fail.
             raise InvalidInput("This conversation has no model: choose a model profile first.")
-        inputs.plan.require_fit()
+        inputs.plan.require_sendable()  # compaction first when it makes room (CTX-19)
         if file_ids:
             found = set(
                 session.scalars(
