@@ -111,3 +111,39 @@ def test_economy_folds_a_full_batch_during_a_turn_and_marks_it_CTX_4_CTX_10(
     run = chat.wait(run_id)
     # CTX-4: the summary's cost is added to the answer on which it was extended.
     assert run["cost"] == (300 * 1.0 + 10 * 2.0 + 100 * 1.0 + 5 * 2.0) / 1e6
+
+
+def test_full_mode_history_over_the_window_compacts_first_instead_of_refusing_CTX_5_CTX_19(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    """A history longer than the window is not a 413: the turn compacts, then answers."""
+    from chatmem.store.messages import append_message
+    from chatmem.store.tables.conversations import Conversation
+
+    chat = make_chat(
+        turn_client, model_server, profile={"context_window": 8192, "answer_reserve": 1024}
+    )
+    with chat.client.app.state.db.session() as session:  # type: ignore[attr-defined]
+        row = session.get(Conversation, chat.conversation_id)
+        assert row is not None
+        # 60 messages of ≈ 150 tokens: past the window; the last 20 and a summary fit.
+        for i in range(30):
+            append_message(session, row, "user", f"Question {i}: " + "detail " * 130)
+            append_message(session, row, "assistant", f"Answer {i}: " + "detail " * 130)
+    plan = chat.client.get(
+        f"/api/v1/conversations/{chat.conversation_id}/context", headers=chat.headers
+    ).json()
+    assert plan["fits"] is False and plan["compaction"]["needed"] is True
+    # Every summariser round and the answer get this reply; the fold takes as many rounds
+    # as the summariser's own window needs (the backlog is larger than one request).
+    model_server.default_reply = "Summary: thirty detailed exchanges."
+    run_id = chat.start("And now?")
+    events = chat.events(run_id)
+    rounds = [e for e in events if e["event"] == "compaction"]
+    assert 1 <= len(rounds) <= 4
+    assert events[-1]["event"] == "done", events
+    assert chat.wait(run_id)["status"] == "completed"
+    answer_request = model_server.chat_requests[-1].messages
+    assert "Summary: thirty detailed exchanges." in str(answer_request[0]["content"])
+    assert "Question 0:" not in str(answer_request)
+    assert len(summaries(chat)) == len(rounds)

@@ -156,15 +156,9 @@ def test_ctx11_compress_now_is_refused_while_a_turn_runs(
     expect(alice.get_by_role("button", name="Send")).to_be_visible()
 
 
-@pytest.mark.xfail(
-    reason="turns admission often answers 413 does_not_fit when the plan needs compaction "
-    "(fits=false, compaction.needed=true) instead of compacting first; it passes when it compacts",
-    strict=False,
-)
 def test_ctx10_automatic_compaction_during_a_turn_shows_the_marker(
     alice: Any, server: Server, model: FakeModelServer, profiles: Any, console: Any
 ) -> None:
-    console.allow("413")  # the admission refusal named in the xfail reason
     with server.api("alice") as api:
         c = make_conversation(api, profiles["paid"]["id"], title="Auto compaction")
         path = f"/api/v1/conversations/{c['id']}/messages"

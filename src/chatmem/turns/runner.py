@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from chatmem.context.errors import DoesNotFit, EngineError
+from chatmem.context.errors import EngineError
 from chatmem.context.values import ToolCall
 from chatmem.errors import ChatmemError
 from chatmem.models.client import TextDelta, ToolCallEvent, Usage
@@ -46,6 +46,9 @@ from chatmem.turns.journal import EventJournal
 from chatmem.turns.tools import ToolBox, ToolOutcome
 
 log = logging.getLogger(__name__)
+
+#: Most summariser requests one model step may make to bring a long backlog under the window.
+MAX_COMPACTION_ROUNDS = 4
 T = TypeVar("T")
 
 GUARD_MESSAGE = (
@@ -194,14 +197,17 @@ class TurnRunner:
                 first if first is not None and not toolbox.schemas else await self._inputs(toolbox)
             )
             plan = inputs.plan
-            if plan.compaction.needed and plan.compaction.request is not None:
+            # One summariser request folds what fits the summariser's window; a long backlog
+            # may need a few rounds before the request fits (CTX-5, CTX-19).
+            rounds = 0
+            while plan.compaction.request is not None and (rounds == 0 or not plan.fits):
+                if rounds == MAX_COMPACTION_ROUNDS:
+                    break
                 await self._compact(inputs)
+                rounds += 1
                 inputs = await self._inputs(toolbox)
                 plan = inputs.plan
-            try:
-                plan.require_fit()
-            except DoesNotFit:
-                raise
+            plan.require_fit()
             self._tally.iterations += 1
             _text, calls = await self._answer(inputs)
             if not calls:

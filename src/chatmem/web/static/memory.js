@@ -85,7 +85,9 @@
     document.getElementById("mw-mode").textContent = MODE_NAMES[plan.mode] || plan.mode;
     document.getElementById("mw-change").hidden = stateless;
     document.getElementById("mw-stateless").hidden = !stateless;
-    document.getElementById("mw-does-not-fit").hidden = plan.fits !== false;
+    // A plan that overflows but will compact first is sent after compaction (CTX-19): the
+    // compression line above says so; "does not fit" is for what compaction cannot save.
+    document.getElementById("mw-does-not-fit").hidden = plan.fits !== false || !!comp.needed;
     renderCompressButton();
     renderFiles(plan);
   }
