@@ -225,8 +225,9 @@ def record_usage(
     cost: float,
     estimated_prompt_tokens: int | None = None,
 ) -> None:
-    session.add(
-        UsageRow(
+    # A Core insert: this is in every answer's checkpoint, where an ORM flush costs more.
+    session.execute(
+        insert(UsageRow).values(
             user_id=user_id,
             conversation_id=conversation_id,
             run_id=run_id,
