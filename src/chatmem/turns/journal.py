@@ -139,10 +139,19 @@ class EventJournal:
             raise
 
     async def end(self, type_: str, data: dict[str, Any], also: Callable[[Session], T]) -> T:
-        """Publishes the run's terminal event, then stores it with the rest and ``also``."""
+        """Stores the run's terminal event with the rest and ``also``, then publishes it: a
+        watcher that sees ``done`` finds the answer and the run's end stored."""
         self._seq += 1
         event = RunEvent(self._seq, type_, data)
         assert event.terminal
-        await self._coordinator.publish(self.run_id, event)
         self._pending.append(event)
-        return cast(T, await self.flush(also))  # None only when the run was never admitted
+        try:
+            result = await self.flush(also)
+        except BaseException:
+            # Neither stored nor published: a later terminal event takes its number.
+            if event in self._pending:
+                self._pending.remove(event)
+                self._seq -= 1
+            raise
+        await self._coordinator.publish(self.run_id, event)
+        return cast(T, result)  # None only when the run was never admitted

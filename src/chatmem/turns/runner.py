@@ -37,6 +37,7 @@ from chatmem.errors import ChatmemError
 from chatmem.models.client import TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
 from chatmem.store.db import Database
+from chatmem.store.types import new_id
 from chatmem.turns import runs
 from chatmem.turns.compaction import CompactionOutcome, ModelClients, run_compaction
 from chatmem.turns.coordinator import Coordinator
@@ -118,6 +119,8 @@ class TurnRunner:
         self._model_factory = model_factory
         self._stop = coordinator.stop_signal(job.run_id)
         self._tally = _Tally()
+        #: The last answer's checkpoint, stored with the run's end (see ``_answer``).
+        self._final: tuple[Callable[[Any], None], dict[str, Any]] | None = None
 
     # -- helpers ----------------------------------------------------------------------------
     async def _db_call(self, fn: Callable[..., T], *args: Any) -> T:
@@ -170,8 +173,12 @@ class TurnRunner:
             # The process is shutting down.  Store the events streamed so far and leave the
             # run to the same path as a crash (``recovery.interrupt_run``), which the turn
             # service takes right after cancelling: text kept, open tool calls ``unknown``.
+            final, self._final = self._final, None
             with _suppress_all():
-                await asyncio.shield(self._journal.flush())
+                if final is not None:
+                    await asyncio.shield(self._checkpoint(*final))
+                else:
+                    await asyncio.shield(self._journal.flush())
             raise
         except (ChatmemError, EngineError) as exc:
             code = getattr(exc, "code", "error")
@@ -285,30 +292,42 @@ class TurnRunner:
         ledger = self._usage(inputs, usage, "answer")
         conversation_id, settings = self.job.conversation_id, self._settings
         meta = {"run_id": self.job.run_id, "step": step}
+        message_id = new_id()
 
-        def checkpoint(session: Any) -> str:
+        def checkpoint(session: Any) -> None:
             # The answer's checkpoint (TURN-2) is one transaction: its ledger row (USE-1),
             # the assistant message and the events streamed so far.
             runs.record_usage(session, **ledger)
-            return store_message(
+            store_message(
                 session,
                 conversation_id,
                 "assistant",
                 text,
                 settings,
                 meta,
-                {"tool_calls": calls or None},
+                {"tool_calls": calls or None, "message_id": message_id},
             )
 
+        self._tally.last_message_id = message_id
+        if calls:
+            await self._checkpoint(checkpoint, ledger)
+        else:
+            # The turn's last answer: stored with the run's end, in the same transaction,
+            # before ``done`` is published (one commit fewer per turn).
+            self._final = (checkpoint, ledger)
+        return text, calls
+
+    async def _checkpoint(self, fn: Callable[[Any], None], ledger: dict[str, Any] | None) -> None:
+        """Stores the events so far with ``fn`` in one transaction."""
         try:
-            self._tally.last_message_id = await self._journal.flush(checkpoint)
+            await self._journal.flush(fn)
         except Exception:
             # Whatever stopped the checkpoint (the conversation was deleted meanwhile), the
             # model call was made: its ledger row is kept on its own.
-            with _suppress_all():
-                await self._db_call(_ledger_row, ledger)
+            if ledger is not None:
+                with _suppress_all():
+                    await self._db_call(_ledger_row, ledger)
             raise
-        return text, calls
 
     def _usage(self, inputs: TurnInputs, usage: Usage | None, kind: str) -> dict[str, Any]:
         """Adds one model call to the turn's tally; returns its ledger row."""
@@ -418,10 +437,19 @@ class TurnRunner:
                 note=note,
             )
 
+        final, self._final = self._final, None
+        fn, ledger = final if final is not None else (None, None)
+
+        def unit(session: Any) -> None:
+            if fn is not None:
+                fn(session)
+            finish_row(session)
+
+        data: dict[str, Any]
         if error is not None:
-            await self._journal.end("error", {"code": error[0], "message": error[1]}, finish_row)
+            kind, data = "error", {"code": error[0], "message": error[1]}
         else:
-            await self._journal.end(
+            kind, data = (
                 "done",
                 {
                     "status": status,
@@ -430,8 +458,14 @@ class TurnRunner:
                     "usage": self._tally.usage,
                     "cost": round(self._tally.cost, 8),
                 },
-                finish_row,
             )
+        try:
+            await self._journal.end(kind, data, unit)
+        except Exception:
+            if ledger is not None:
+                with _suppress_all():
+                    await self._db_call(_ledger_row, ledger)
+            raise
 
 
 # Small adapters so ``_db_call`` can pass keyword data through a worker thread.
