@@ -17,6 +17,7 @@ from tests.ui.harness import (
     PASSWORD,
     ConsoleErrors,
     Server,
+    make_profile,
     start_server,
 )
 
@@ -124,3 +125,28 @@ def alice(
         pg.goto(server.url + "/")
         pg.wait_for_selector("#draft")
         yield pg
+
+
+@pytest.fixture(scope="module")
+def profiles(server: Server, model: FakeModelServer) -> dict[str, dict[str, Any]]:
+    """A paid and a free profile with a 16K window, for the memory and compression tests."""
+    with server.api("alice") as api:
+        return {
+            "paid": make_profile(
+                api,
+                model.base_url,
+                "Paid model",
+                context_window=16384,
+                answer_reserve=1024,
+                input_price_per_mtok=3.0,
+                output_price_per_mtok=15.0,
+            ),
+            "free": make_profile(
+                api,
+                model.base_url,
+                "Free model",
+                context_window=16384,
+                answer_reserve=1024,
+                free=True,
+            ),
+        }

@@ -294,3 +294,12 @@ class CuttableProxy:
         self._closed = True
         self._listener.close()
         self.cut()
+
+
+def open_chat(page: Any, server: Server, conversation: dict[str, Any]) -> None:
+    """Open a conversation and wait until its title and counter are shown."""
+    from playwright.sync_api import expect
+
+    page.goto(server.url + "/c/" + conversation["id"])
+    expect(page.locator("#chat-title")).to_have_text(conversation["title"])
+    expect(page.locator("#counter-text")).not_to_have_text("–")

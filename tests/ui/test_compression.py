@@ -9,39 +9,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
-from tests.ui.harness import Server, make_conversation, make_profile
+from tests.ui.harness import Server, make_conversation, open_chat
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def profiles(server: Server, model: FakeModelServer) -> dict[str, dict[str, Any]]:
-    with server.api("alice") as api:
-        return {
-            "paid": make_profile(
-                api,
-                model.base_url,
-                "Paid model",
-                context_window=16384,
-                answer_reserve=1024,
-                input_price_per_mtok=3.0,
-                output_price_per_mtok=15.0,
-            ),
-            "free": make_profile(
-                api,
-                model.base_url,
-                "Free model",
-                context_window=16384,
-                answer_reserve=1024,
-                free=True,
-            ),
-        }
-
-
-def _open(page: Any, server: Server, conversation: dict[str, Any]) -> None:
-    page.goto(server.url + "/c/" + conversation["id"])
-    expect(page.locator("#chat-title")).to_have_text(conversation["title"])
-    expect(page.locator("#counter-text")).not_to_have_text("–")
 
 
 def test_ctx10_ctx11_compress_now_with_focus_price_marker_and_refusal(
@@ -49,7 +19,7 @@ def test_ctx10_ctx11_compress_now_with_focus_price_marker_and_refusal(
 ) -> None:
     with server.api("alice") as api:
         c = make_conversation(api, profiles["paid"]["id"], pairs=4, title="Compression")
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     alice.locator("#counter").click()
     dialog = alice.get_by_role("dialog")
     button = dialog.get_by_role("button", name=re.compile(r"^Compress now · ≈ \$[\d.]+$"))
@@ -80,7 +50,7 @@ def test_ctx16_files_show_tokens_and_can_be_pinned_excluded_included(
 ) -> None:
     with server.api("alice") as api:
         c = make_conversation(api, profiles["paid"]["id"], pairs=1, title="Files")
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     alice.locator("#attach-file").set_input_files(
         files=[
             {
@@ -109,7 +79,7 @@ def test_ctx19_a_message_that_does_not_fit_is_not_sent_and_offers_ways_out(
     console.allow("413")
     with server.api("alice") as api:
         c = make_conversation(api, profiles["paid"]["id"], pairs=1, title="Too big")
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     sent_before = len(model.chat_requests)
     alice.get_by_role("textbox", name="Message").fill("word " * 60_000)
     alice.get_by_role("button", name="Send").click()
@@ -125,7 +95,7 @@ def test_ctx19_provider_context_error_suggests_economy_exclusions_or_a_bigger_mo
 ) -> None:
     with server.api("alice") as api:
         c = make_conversation(api, profiles["paid"]["id"], pairs=1, title="Provider refuses")
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     model.context_length_error()
     alice.get_by_role("textbox", name="Message").fill("One more question")
     alice.get_by_role("textbox", name="Message").press("Enter")
@@ -143,7 +113,7 @@ def test_ctx11_compress_now_is_refused_while_a_turn_runs(
         c = make_conversation(api, profiles["paid"]["id"], pairs=3, title="Busy")
         model.reply(" ".join(f"slow{i}" for i in range(60)), delay=0.1)
         api.post(f"/api/v1/conversations/{c['id']}/turns", json={"content": "Take your time"})
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     expect(alice.get_by_role("button", name="Stop")).to_be_visible()
     alice.locator("#counter").click()
     dialog = alice.get_by_role("dialog")
@@ -169,7 +139,7 @@ def test_ctx10_automatic_compaction_during_a_turn_shows_the_marker(
                 api.post(path, json=body).raise_for_status()
         plan = api.get(f"/api/v1/conversations/{c['id']}/context?draft=And%20now%3F").json()
         assert plan["compaction"]["needed"] is True
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     expect(alice.locator(".compaction-marker")).to_have_count(0)
     model.reply("Summary: fifteen detailed exchanges.")  # the summary request
     model.reply("Here is the answer after compaction.")

@@ -8,40 +8,9 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-from tests.support.model_server import FakeModelServer
-from tests.ui.harness import Server, make_conversation, make_profile, save_screenshot
+from tests.ui.harness import Server, make_conversation, open_chat, save_screenshot
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def profiles(server: Server, model: FakeModelServer) -> dict[str, dict[str, Any]]:
-    with server.api("alice") as api:
-        return {
-            "paid": make_profile(
-                api,
-                model.base_url,
-                "Paid model",
-                context_window=16384,
-                answer_reserve=1024,
-                input_price_per_mtok=3.0,
-                output_price_per_mtok=15.0,
-            ),
-            "free": make_profile(
-                api,
-                model.base_url,
-                "Free model",
-                context_window=16384,
-                answer_reserve=1024,
-                free=True,
-            ),
-        }
-
-
-def _open(page: Any, server: Server, conversation: dict[str, Any]) -> None:
-    page.goto(server.url + "/c/" + conversation["id"])
-    expect(page.locator("#chat-title")).to_have_text(conversation["title"])
-    expect(page.locator("#counter-text")).not_to_have_text("–")
 
 
 def test_ctx17_counter_follows_the_draft_with_three_levels(
@@ -49,7 +18,7 @@ def test_ctx17_counter_follows_the_draft_with_three_levels(
 ) -> None:
     with server.api("alice") as api:
         c = make_conversation(api, profiles["paid"]["id"], pairs=1, title="Counter")
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     counter = alice.locator("#counter")
     expect(counter).to_have_class("counter level-muted")
     assert alice.locator("#counter-text").inner_text().endswith(" / 16K")
@@ -66,7 +35,7 @@ def test_ctx17_counter_follows_the_draft_with_three_levels(
 def test_ctx17_free_model_counter_reads_free(alice: Any, server: Server, profiles: Any) -> None:
     with server.api("alice") as api:
         c = make_conversation(api, profiles["free"]["id"], pairs=1, title="Free talk")
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     expect(alice.locator("#counter-text")).to_have_text(re.compile(r"^Free · \d+(\.\d)?K? / 16K$"))
     alice.locator("#counter").click()
     expect(alice.locator("#mw-price")).to_have_text("Next request: free")  # CTX-18
@@ -84,7 +53,7 @@ def test_ctx18_the_window_adds_the_compression_price_when_compaction_will_run(
                 api.post(path, json=body).raise_for_status()
         plan = api.get(f"/api/v1/conversations/{c['id']}/context").json()
     assert plan["compaction"]["needed"] is True, (plan["compaction"], plan["tokens"])
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     alice.locator("#counter").click()
     expect(alice.locator("#mw-compaction-price")).to_have_text(
         re.compile(r"^\+ memory compression ≈ \$[\d.]+$")
@@ -96,7 +65,7 @@ def test_ctx18_memory_window_shows_every_row_price_threshold_and_mode(
 ) -> None:
     with server.api("alice") as api:
         c = make_conversation(api, profiles["paid"]["id"], pairs=3, title="Memory window")
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     alice.get_by_role("textbox", name="Message").fill("What did we decide about topic 2?")
     alice.locator("#counter").click()
     dialog = alice.get_by_role("dialog")
@@ -142,7 +111,7 @@ def test_ctx14_messages_out_of_memory_are_dimmed_and_the_label_opens_the_window(
         c = make_conversation(
             api, profiles["paid"]["id"], pairs=2, title="No memory chat", mode="off"
         )
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     messages = alice.locator("#messages > .message")
     expect(messages).to_have_count(4)
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(4)
@@ -162,7 +131,7 @@ def test_ctx15_excluding_a_pair_dims_it_and_including_restores_it(
 ) -> None:
     with server.api("alice") as api:
         c = make_conversation(api, profiles["paid"]["id"], pairs=2, title="Exclusions")
-    _open(alice, server, c)
+    open_chat(alice, server, c)
     first_question = alice.locator("#messages > .message.role-user").first
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(0)
     first_question.get_by_role("button", name="Exclude from memory").click()
