@@ -11,6 +11,7 @@
   const sendButton = document.getElementById("send");
   const stopButton = document.getElementById("stop");
   const modelSelect = document.getElementById("model-select");
+  let ready = Promise.resolve();
   const modeSelect = document.getElementById("mode-select");
   const modeNote = document.getElementById("mode-note");
   const title = document.getElementById("chat-title");
@@ -161,6 +162,7 @@
   }
 
   async function send() {
+    await ready;
     const text = draft.value;
     if (!text.trim() || state.run) return;
     hideError();
@@ -329,11 +331,13 @@
   // The sidebar may have loaded the folders before this script ran.
   fillFolders(sidebar.folders());
   document.getElementById("archive-chat").addEventListener("click", async () => {
+    await ready;  // let the page's own requests for this chat finish before it goes
     try { await api("POST", convPath("/archive")); location.assign("/"); }
     catch (err) { toast(err.message); }
   });
   document.getElementById("delete-chat").addEventListener("click", async () => {
     if (!confirm("Delete this conversation permanently?")) return;
+    await ready;
     try { await api("DELETE", convPath()); location.assign("/"); }
     catch (err) { toast(err.message); }
   });
@@ -342,12 +346,14 @@
   document.addEventListener("chatmem:compacted", async () => { try { await loadMessages(); } catch (_) { /* shown on next open */ } });
 
   /* ---------- start ---------- */
-  (async function start() {
+  // send() waits for this: a message typed before the models and the conversation have
+  // loaded (a slow network) is sent once they have, not refused for want of a model.
+  ready = (async function start() {
     await loadProfiles();
     const id = layout.dataset.conversationId;
     if (id) await openConversation(id);
     else { applyProfile(); memory.setConversation(""); draft.focus(); }
-  })();
+  })().catch((err) => { toast(err.message); });
 
   window.chatmem.chat = { state, send };
 })();
