@@ -43,7 +43,7 @@ import socket
 import ssl
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -358,6 +358,30 @@ def _check_dns_name(url: str, host: str) -> None:
 # --- connecting to the checked address ---------------------------------------------------------
 
 
+async def connect_checked(
+    policy: EndpointPolicy,
+    inner: Any,
+    host: str,
+    port: int,
+    connect_errors: tuple[type[Exception], ...],
+    **options: Any,
+) -> Any:
+    """Resolve ``host`` through the policy (refusing what it refuses) and connect ``inner``
+    (an httpcore-style network backend) to the first checked address that answers.
+
+    Shared by our httpx transport and the MCP SDK's httpx2 one, whose httpcore flavours
+    differ only in their module names."""
+    addresses = await anyio.to_thread.run_sync(policy.checked_addresses, host, port)
+    last: Exception | None = None
+    for address in addresses:
+        try:
+            return await inner.connect_tcp(address, port, **options)
+        except connect_errors as exc:
+            last = exc
+    assert last is not None
+    raise last
+
+
 class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
     """Resolves through the policy and connects to the address that passed the check.
 
@@ -378,21 +402,17 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        addresses = await anyio.to_thread.run_sync(self._policy.checked_addresses, host, port)
-        last: Exception | None = None
-        for address in addresses:
-            try:
-                return await self._inner.connect_tcp(
-                    address,
-                    port,
-                    timeout=timeout,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                last = exc
-        assert last is not None
-        raise last
+        stream: httpcore.AsyncNetworkStream = await connect_checked(
+            self._policy,
+            self._inner,
+            host,
+            port,
+            (httpcore.ConnectError, httpcore.ConnectTimeout),
+            timeout=timeout,
+            local_address=local_address,
+            socket_options=socket_options,
+        )
+        return stream
 
     async def connect_unix_socket(
         self, *args: object, **kwargs: object

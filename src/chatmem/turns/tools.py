@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio
 
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.models.ssrf import EndpointPolicy, connect_checked
 
 log = logging.getLogger(__name__)
 
@@ -79,21 +79,16 @@ def _pinned_http_client(policy: EndpointPolicy, headers: Mapping[str, str]) -> A
             local_address: str | None = None,
             socket_options: Any = None,
         ) -> Any:
-            addresses = await anyio.to_thread.run_sync(policy.checked_addresses, host, port)
-            last: Exception | None = None
-            for address in addresses:
-                try:
-                    return await self._inner.connect_tcp(
-                        address,
-                        port,
-                        timeout=timeout,
-                        local_address=local_address,
-                        socket_options=socket_options,
-                    )
-                except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
-                    last = exc
-            assert last is not None
-            raise last
+            return await connect_checked(
+                policy,
+                self._inner,
+                host,
+                port,
+                (httpcore2.ConnectError, httpcore2.ConnectTimeout),
+                timeout=timeout,
+                local_address=local_address,
+                socket_options=socket_options,
+            )
 
         async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
             raise httpcore2.ConnectError("unix sockets are not allowed")
