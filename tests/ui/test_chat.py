@@ -3,7 +3,6 @@ models and the memory mode control. (TURN-1, TURN-2, CTX-3 … CTX-7)"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -111,32 +110,3 @@ def test_switching_models_mid_conversation_and_stateless_models_lock_the_mode(
             "This model does not remember previous messages"
         )
         expect(dialog.get_by_role("link", name="Change")).to_be_hidden()
-
-
-def _export_with(messages: int) -> bytes:
-    rows = [
-        {
-            "id": f"m{i}",
-            "role": "user" if i % 2 == 0 else "assistant",
-            "content": f"Message number {i}",
-            "excluded": False,
-            "created_at": "2026-11-30T10:00:00Z",
-        }
-        for i in range(messages)
-    ]
-    doc = {
-        "format": "chatmem.export/1",
-        "conversations": [
-            {
-                "id": "long1",
-                "title": "A very long conversation",
-                "folder": None,
-                "pinned": False,
-                "mode": "full",
-                "summary": None,
-                "messages": rows,
-                "files": [],
-            }
-        ],
-    }
-    return json.dumps(doc).encode()
