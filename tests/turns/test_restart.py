@@ -10,22 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import select
 from tests.support.mcp_server import McpServerProcess, running_mcp_server
-from tests.support.model_server import RemoteModelServer
+from tests.support.serve import ServeProcess, model_server_process
 from tests.turns.conftest import parse_sse
 
 from chatmem.store import accounts
@@ -34,91 +27,14 @@ from chatmem.store.tables.conversations import Message
 from chatmem.store.tables.runs import ToolCallRow
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def _model_server() -> Iterator[RemoteModelServer]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.model_server", "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("READY "), line
-    try:
-        yield RemoteModelServer(line.split()[1])
-    finally:
-        proc.kill()
-        proc.wait(5)
-        proc.stdout.close()
-
-
-class Server:
-    """``chatmem serve`` as a subprocess on a fixed port and state directory."""
-
-    def __init__(self, state: Path) -> None:
-        self.state = state
-        self.port = _free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CHATMEM_")}
-        env.update(
-            CHATMEM_STATE_DIR=str(self.state),
-            CHATMEM_ALLOW_PRIVATE_ENDPOINTS="1",
-            CHATMEM_LOG_LEVEL="WARNING",
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chatmem", "serve", "--port", str(self.port)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("chatmem serve did not start")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One set of processes for the module (starting them is most of the cost)."""
     state = tmp_path_factory.mktemp("serve-state")
-    server = Server(state)
-    with _model_server() as model, running_mcp_server(token="mcp-secret") as mcp:
+    server = ServeProcess(state)
+    with model_server_process() as model, running_mcp_server(token="mcp-secret") as mcp:
         server.start()
         try:
             db = Database(f"sqlite:///{state / 'chatmem.db'}")

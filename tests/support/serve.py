@@ -1,0 +1,108 @@
+"""Real processes on loopback: ``chatmem serve`` and the fake model server as subprocesses.
+
+Used by the kill tests (TURN-3), which SIGKILL the server, and by the turns benchmark, which
+measures the server as it is deployed: its own process, the provider in another one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from tests.support.model_server import RemoteModelServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def model_server_process() -> Iterator[RemoteModelServer]:
+    """The fake model server in its own process, scripted over HTTP."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.model_server", "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("READY "), line
+    try:
+        yield RemoteModelServer(line.split()[1])
+    finally:
+        proc.kill()
+        proc.wait(5)
+        proc.stdout.close()
+
+
+class ServeProcess:
+    """``chatmem serve`` as a subprocess on a fixed port and state directory (SQLite there
+    unless ``env`` names another database)."""
+
+    def __init__(self, state: Path, **env: str) -> None:
+        self.state = state
+        self.port = free_port()
+        self.extra_env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def database_url(self) -> str:
+        return (
+            self.extra_env.get("CHATMEM_DATABASE_URL") or f"sqlite:///{self.state / 'chatmem.db'}"
+        )
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHATMEM_")}
+        env.update(
+            CHATMEM_STATE_DIR=str(self.state),
+            CHATMEM_ALLOW_PRIVATE_ENDPOINTS="1",
+            CHATMEM_LOG_LEVEL="WARNING",
+            **self.extra_env,
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "chatmem", "serve", "--port", str(self.port)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("chatmem serve did not start")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
