@@ -17,7 +17,7 @@ from chatmem.models.secrets import check_env_key, load_key
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
 from chatmem.store.startup import open_database
-from chatmem.web.api import build_api_router
+from chatmem.web.api import install_api
 from chatmem.web.body_limit import BodyLimitMiddleware
 from chatmem.web.errors import install_error_handlers
 from chatmem.web.ui import install_ui
@@ -60,6 +60,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.endpoint_policy = endpoint_policy
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
-    app.include_router(build_api_router())
+    install_api(app)
     install_ui(app)
     return app

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import importlib
 
-from fastapi import APIRouter
+from fastapi import APIRouter, FastAPI
 
 # Each module in routes/ exposes ``router``.  Listed here so the order in /openapi.json is stable.
+# FastAPI tries routes in order, so the ones on the path to the first token, and the context
+# endpoint called on every keystroke, come first (no two modules have overlapping paths).
 ROUTE_MODULES = [
+    "turns",
+    "runs",
+    "context",
     "health",
     "exchange",
     "archive",
@@ -18,17 +23,20 @@ ROUTE_MODULES = [
     "files",
     "profiles",
     "mcp_servers",
-    "turns",
-    "runs",
-    "context",
     "compaction",
     "usage",
 ]
 
 
-def build_api_router() -> APIRouter:
-    api = APIRouter()
-    for name in ROUTE_MODULES:
-        module = importlib.import_module(f"chatmem.web.api.routes.{name}")
-        api.include_router(module.router)
-    return api
+def api_routers() -> list[APIRouter]:
+    return [
+        importlib.import_module(f"chatmem.web.api.routes.{name}").router for name in ROUTE_MODULES
+    ]
+
+
+def install_api(app: FastAPI) -> None:
+    """Includes every resource router in the app itself, one level deep: FastAPI matches a
+    request by walking included routers, and each extra level of nesting costs every request
+    (the turn routes are on the path to the first token)."""
+    for router in api_routers():
+        app.include_router(router)
