@@ -33,11 +33,12 @@ class McpConnection:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
+_ALL = select(McpServer).order_by(McpServer.name)
+_ENABLED = _ALL.where(McpServer.enabled.is_(True))  # read at every turn: built once
+
+
 def list_servers(session: Session, *, enabled_only: bool = False) -> list[McpServer]:
-    query = select(McpServer).order_by(McpServer.name)
-    if enabled_only:
-        query = query.where(McpServer.enabled.is_(True))
-    return list(session.scalars(query))
+    return list(session.scalars(_ENABLED if enabled_only else _ALL))
 
 
 def get_server(session: Session, server_id: str) -> McpServer:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
 from chatmem.auth.secrets import digest, hash_password, new_secret, verify_password
@@ -90,13 +90,16 @@ def create_api_token(session: Session, user: User, label: str = "") -> str:
     return token
 
 
+# Every API request authenticates: built once (building costs more than running it).
+_USER_FOR_TOKEN = (
+    select(User)
+    .join(ApiToken, ApiToken.user_id == User.id)
+    .where(ApiToken.token_hash == bindparam("token_hash"))
+)
+
+
 def user_for_api_token(session: Session, token: str) -> User | None:
-    row = session.execute(
-        select(User)
-        .join(ApiToken, ApiToken.user_id == User.id)
-        .where(ApiToken.token_hash == digest(token))
-    ).first()
-    return row[0] if row else None
+    return session.scalars(_USER_FOR_TOKEN, {"token_hash": digest(token)}).first()
 
 
 # --- Browser sessions --------------------------------------------------------------------

@@ -64,8 +64,19 @@ class Database:
         else:
             raise ConfigurationError(f"Unsupported database backend: {self.dialect}")
         self.engine: Engine = create_engine(self.url, **kwargs)
+        #: SQLite only: connections that never wait for the write lock (see
+        #: :meth:`session_nowait`).  Not for an in-memory database, which is one shared
+        #: connection.
+        self._nowait_engine: Engine | None = None
         if self.dialect == "sqlite":
-            _tune_sqlite(self.engine)
+            _tune_sqlite(self.engine, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
+            if "poolclass" not in kwargs:
+                self._nowait_engine = create_engine(self.url, **kwargs)
+                _tune_sqlite(self._nowait_engine, busy_timeout_ms=0)
+                self._nowait_sessionmaker = sessionmaker(
+                    self._nowait_engine.execution_options(chatmem_begin="IMMEDIATE"),
+                    expire_on_commit=False,
+                )
         self.sessionmaker: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
         # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so they
         # queue on busy_timeout instead of failing with "database is locked" when a read
@@ -102,6 +113,27 @@ class Database:
         finally:
             session.close()
 
+    @property
+    def can_write_nowait(self) -> bool:
+        return self._nowait_engine is not None
+
+    @contextmanager
+    def session_nowait(self) -> Iterator[Session]:
+        """A writer unit that takes the SQLite write lock now or fails at once with
+        ``database is locked`` (busy timeout 0) — for a short unit run on the event loop,
+        which must not sit in the busy handler; the caller retries elsewhere."""
+        if self._nowait_engine is None:
+            raise RuntimeError("session_nowait needs a SQLite database file")
+        session = self._nowait_sessionmaker()
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
     def migrate(self) -> None:
         """Apply every Alembic revision up to head (idempotent)."""
         from alembic import command
@@ -127,15 +159,17 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._nowait_engine is not None:
+            self._nowait_engine.dispose()
 
 
-def _tune_sqlite(engine: Engine) -> None:
+def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         # Random reads (full-text hits → messages → conversations) dominate search on big
         # databases: read through the OS page cache (mmap) and keep a larger page cache.

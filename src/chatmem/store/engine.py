@@ -16,9 +16,10 @@ Each message carries the cached token count for the profile's tokenizer (CTX-2).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import cache
 from typing import Any, overload
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import Conversation as EngineConversation
@@ -40,16 +41,16 @@ def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
         return Profile()
     from chatmem.models.profiles import engine_profile
 
-    row = _visible_profile_row(session, conversation.user_id, conversation.profile_id)
+    row = visible_profile_row(session, conversation.user_id, conversation.profile_id)
     if row is None:
         return Profile()
     summarizer = None
     if row.summarizer_profile_id:
-        summarizer = _visible_profile_row(session, conversation.user_id, row.summarizer_profile_id)
+        summarizer = visible_profile_row(session, conversation.user_id, row.summarizer_profile_id)
     return engine_profile(row, summarizer)
 
 
-def _visible_profile_row(session: Session, user_id: str, profile_id: str) -> Any:
+def visible_profile_row(session: Session, user_id: str, profile_id: str) -> Any:
     from chatmem.store.tables.profiles import ModelProfile
 
     row = session.get(ModelProfile, profile_id)
@@ -61,7 +62,7 @@ def _visible_profile_row(session: Session, user_id: str, profile_id: str) -> Any
 def profile_visible(session: Session, user_id: str, profile_id: str) -> bool:
     """Whether ``profile_id`` names a profile this user may use (their own or a shared one);
     conversations refuse anything else with ``not_found`` (STORE-1)."""
-    return _visible_profile_row(session, user_id, profile_id) is not None
+    return visible_profile_row(session, user_id, profile_id) is not None
 
 
 def _message_value(row: Any, tokens_column: str) -> EngineMessage:
@@ -79,6 +80,60 @@ def _message_value(row: Any, tokens_column: str) -> EngineMessage:
     )
 
 
+# The loader's statements are built once: building one costs SQLAlchemy more than SQLite
+# takes to answer it, and they run on every keystroke (the context endpoint) and every turn.
+
+# Two scalar subqueries, not ``min(seq), max(seq)`` in one SELECT: SQLite answers a lone
+# min() or max() with one index probe but scans the whole range for the pair.
+_BOUNDS = select(
+    select(func.min(Message.seq))
+    .where(Message.conversation_id == bindparam("cid"))
+    .scalar_subquery(),
+    select(func.max(Message.seq))
+    .where(Message.conversation_id == bindparam("cid"))
+    .scalar_subquery(),
+)
+_LATEST_SUMMARY = (
+    select(Summary)
+    .where(Summary.conversation_id == bindparam("cid"))
+    .order_by(Summary.version.desc())
+    .limit(1)
+)
+_FILES = (
+    select(File).where(File.conversation_id == bindparam("cid")).order_by(File.created_at, File.id)
+)
+_POSITION = select(Message.seq).where(
+    Message.id == bindparam("mid"), Message.conversation_id == bindparam("cid")
+)
+
+
+@cache
+def _page_columns(tokens_column: str) -> tuple[Any, ...]:
+    return (
+        Message.id,
+        Message.seq,
+        Message.role,
+        Message.content,
+        getattr(Message, tokens_column),
+        Message.excluded,
+        Message.tool_calls,
+        Message.tool_call_id,
+    )
+
+
+@cache
+def _page_statement(tokens_column: str) -> Any:
+    return (
+        select(*_page_columns(tokens_column))
+        .where(
+            Message.conversation_id == bindparam("cid"),
+            Message.seq >= bindparam("low"),
+            Message.seq < bindparam("high"),
+        )
+        .order_by(Message.seq)
+    )
+
+
 class LazyMessages(Sequence[EngineMessage]):
     """A read-only, page-cached view of one conversation's messages, oldest first."""
 
@@ -87,20 +142,11 @@ class LazyMessages(Sequence[EngineMessage]):
     ) -> None:
         self._session = session
         self._conversation_id = conversation_id
-        self._column = getattr(Message, tokens_column)
         self._tokens_column = tokens_column
         self._page_size = page_size
         self._pages: dict[int, list[EngineMessage]] = {}
         self._seqs: list[int] | None = None  # only after a gap was found
-        # Two scalar subqueries, not ``min(seq), max(seq)`` in one SELECT: SQLite answers a lone
-        # min() or max() with one index probe but scans the whole range for the pair.
-        scope = Message.conversation_id == conversation_id
-        first, last = session.execute(
-            select(
-                select(func.min(Message.seq)).where(scope).scalar_subquery(),
-                select(func.max(Message.seq)).where(scope).scalar_subquery(),
-            )
-        ).one()
+        first, last = session.connection().execute(_BOUNDS, {"cid": conversation_id}).one()
         self._first = first or 1
         self._length = 0 if first is None else last - first + 1
         self.pages_loaded = 0
@@ -109,16 +155,7 @@ class LazyMessages(Sequence[EngineMessage]):
         return self._length
 
     def _columns(self) -> tuple[Any, ...]:
-        return (
-            Message.id,
-            Message.seq,
-            Message.role,
-            Message.content,
-            self._column,
-            Message.excluded,
-            Message.tool_calls,
-            Message.tool_call_id,
-        )
+        return _page_columns(self._tokens_column)
 
     # Pages are counted from the newest message and double in size going back (32, 64, 128 …
     # with the default first page): a plan that needs the last 40 messages converts ~100 rows,
@@ -135,12 +172,25 @@ class LazyMessages(Sequence[EngineMessage]):
 
     def _load_page(self, page: int) -> list[EngineMessage]:
         start, stop = self._bounds(page)
-        stmt = select(*self._columns()).where(Message.conversation_id == self._conversation_id)
         if self._seqs is None:
-            stmt = stmt.where(Message.seq >= self._first + start, Message.seq < self._first + stop)
+            rows = (
+                self._session.connection()
+                .execute(
+                    _page_statement(self._tokens_column),
+                    {
+                        "cid": self._conversation_id,
+                        "low": self._first + start,
+                        "high": self._first + stop,
+                    },
+                )
+                .all()
+            )
         else:
-            stmt = stmt.where(Message.seq.in_(self._seqs[start:stop]))
-        rows = self._session.execute(stmt.order_by(Message.seq)).all()
+            stmt = select(*self._columns()).where(
+                Message.conversation_id == self._conversation_id,
+                Message.seq.in_(self._seqs[start:stop]),
+            )
+            rows = self._session.execute(stmt.order_by(Message.seq)).all()
         self.pages_loaded += 1
         if len(rows) != stop - start and self._seqs is None:
             self._use_explicit_seqs()
@@ -192,10 +242,10 @@ class LazyMessages(Sequence[EngineMessage]):
 
     def position_of(self, message_id: str) -> int | None:
         """Index of a message id, by one indexed lookup instead of a scan."""
-        seq = self._session.scalar(
-            select(Message.seq).where(
-                Message.id == message_id, Message.conversation_id == self._conversation_id
-            )
+        seq = (
+            self._session.connection()
+            .execute(_POSITION, {"mid": message_id, "cid": self._conversation_id})
+            .scalar()
         )
         if seq is None:
             return None
@@ -214,12 +264,7 @@ class LazyMessages(Sequence[EngineMessage]):
 
 
 def latest_summary(session: Session, conversation_id: str) -> Summary | None:
-    return session.scalars(
-        select(Summary)
-        .where(Summary.conversation_id == conversation_id)
-        .order_by(Summary.version.desc())
-        .limit(1)
-    ).first()
+    return session.scalars(_LATEST_SUMMARY, {"cid": conversation_id}).first()
 
 
 def load_engine_conversation(
@@ -253,11 +298,7 @@ def load_engine_conversation(
             state=f.state,  # type: ignore[arg-type]
             tokens=getattr(f, column),
         )
-        for f in session.scalars(
-            select(File)
-            .where(File.conversation_id == conversation_id)
-            .order_by(File.created_at, File.id)
-        )
+        for f in session.scalars(_FILES, {"cid": conversation_id})
     ]
     if instructions is None:
         instructions = (

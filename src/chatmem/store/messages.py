@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import Message as EngineMessage
@@ -48,6 +49,122 @@ def tool_calls_value(raw: Sequence[Any] | None) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+def _checked(
+    role: str,
+    content: str,
+    tool_calls: Sequence[ToolCall | dict[str, Any]] | None,
+    tool_call_id: str | None,
+    message_id: str | None,
+) -> EngineMessage:
+    if role not in ROLES:
+        raise InvalidInput(f"Unknown role {role!r}; use one of {', '.join(ROLES)}.")
+    if not isinstance(content, str):
+        raise InvalidInput("content: must be a string")
+    if role == "tool" and not tool_call_id:
+        raise InvalidInput("A tool message needs the tool_call_id it answers.")
+    return EngineMessage(
+        id=message_id or new_id(),
+        role=role,  # type: ignore[arg-type]
+        content=content,
+        tool_calls=tool_calls_value(tool_calls),
+        tool_call_id=tool_call_id,
+    )
+
+
+#: The columns :func:`insert_message` fills from bound values (``seq`` is computed).
+_INSERTED = (
+    "id",
+    "conversation_id",
+    "role",
+    "content",
+    "created_at",
+    "tool_calls",
+    "tool_call_id",
+    "excluded",
+    "meta",
+    "tokens_estimate",
+    "tokens_o200k",
+    "tokens_cl100k",
+)
+
+
+@cache
+def _insert_statements(owned: bool) -> tuple[Any, Any]:
+    """Built once: constructing a statement costs SQLAlchemy more than SQLite takes to run
+    it, and these run at every turn (``owned``: also require ``conversations.user_id``)."""
+    table = Message.__table__
+    next_seq = (
+        select(func.coalesce(func.max(Message.seq), 0) + 1)
+        .where(Message.conversation_id == bindparam("conversation_id"))
+        .scalar_subquery()
+    )
+    source = select(
+        *(bindparam(name, type_=table.c[name].type) for name in _INSERTED), next_seq
+    ).where(Conversation.id == bindparam("conversation_id"))
+    if owned:
+        source = source.where(Conversation.user_id == bindparam("user_id"))
+    insert_row = insert(Message).from_select([*_INSERTED, "seq"], source).returning(Message.id)
+    touch = (
+        update(Conversation)
+        .where(Conversation.id == bindparam("conversation_id"))
+        .values(updated_at=bindparam("now"), last_active_at=bindparam("now"))
+    )
+    return insert_row, touch
+
+
+def insert_message(
+    session: Session,
+    conversation_id: str,
+    role: str,
+    content: str,
+    *,
+    user_id: str | None = None,
+    limits: Limits = UNLIMITED,
+    tool_calls: Sequence[ToolCall | dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    meta: dict[str, Any] | None = None,
+    message_id: str | None = None,
+) -> str | None:
+    """:func:`append_message` in two prepared Core statements, for the turn runner (no ORM
+    row is loaded or flushed: this is on the way to the first token and at every checkpoint).
+
+    One ``INSERT … SELECT`` numbers the message after the conversation's last and inserts
+    only while the conversation exists (and belongs to ``user_id`` when given); one
+    ``UPDATE`` makes it the most recently active.  Returns the message id, or None when the
+    conversation is gone (nothing was written)."""
+    value = _checked(role, content, tool_calls, tool_call_id, message_id)
+    now = utcnow()
+    insert_row, touch = _insert_statements(user_id is not None)
+    params: dict[str, Any] = {
+        "id": value.id,
+        "conversation_id": conversation_id,
+        "user_id": user_id,
+        "role": role,
+        "content": content,
+        "created_at": now,
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in value.tool_calls
+        ]
+        or None,
+        "tool_call_id": tool_call_id,
+        "excluded": False,
+        "meta": meta,
+        **counts_for_message(value),
+    }
+    connection = session.connection()
+    if connection.execute(insert_row, params).first() is None:
+        return None
+    connection.execute(touch, {"conversation_id": conversation_id, "now": now})
+    if limits.messages is not None:
+        owner_id = user_id or session.scalar(
+            select(Conversation.user_id).where(Conversation.id == conversation_id)
+        )
+        owner = session.get(User, owner_id)
+        assert owner is not None
+        quotas.enforce_message_quota(session, owner, conversation_id, limits)
+    return value.id
+
+
 def append_message(
     session: Session,
     conversation: Conversation,
@@ -68,20 +185,8 @@ def append_message(
     becomes the most recently active.  With a message quota the oldest messages of this
     conversation are evicted and counted on the owner (STORE-4).
     """
-    if role not in ROLES:
-        raise InvalidInput(f"Unknown role {role!r}; use one of {', '.join(ROLES)}.")
-    if not isinstance(content, str):
-        raise InvalidInput("content: must be a string")
-    if role == "tool" and not tool_call_id:
-        raise InvalidInput("A tool message needs the tool_call_id it answers.")
-    calls = tool_calls_value(tool_calls)
-    value = EngineMessage(
-        id=message_id or new_id(),
-        role=role,  # type: ignore[arg-type]
-        content=content,
-        tool_calls=calls,
-        tool_call_id=tool_call_id,
-    )
+    value = _checked(role, content, tool_calls, tool_call_id, message_id)
+    calls = value.tool_calls
     last = session.scalar(
         select(func.max(Message.seq)).where(Message.conversation_id == conversation.id)
     )

@@ -57,4 +57,34 @@ async def read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) ->
     return await anyio.to_thread.run_sync(lambda: work_sync(db, fn, *args, _write=False, **kwargs))
 
 
-__all__ = ["Session", "work", "work_sync"]
+async def quick_read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """A short read on the path to the first token.
+
+    On SQLite it runs right here on the event loop: a WAL reader never waits for a writer, a
+    unit of a few indexed queries takes about a millisecond, and the hop to a worker thread
+    and back costs as much again (two GIL hand-overs).  On PostgreSQL each query is a
+    network round trip, so it goes to a worker thread like any other unit."""
+    if db.is_sqlite:
+        return work_sync(db, fn, *args, _write=False, **kwargs)
+    return await read(db, fn, *args, **kwargs)
+
+
+async def quick_work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """A short write on the path to the first token (``fn`` must only touch the session:
+    it may run twice).
+
+    On SQLite it first tries on the event loop with a connection that does not wait for the
+    write lock; if another writer holds it (``database is locked`` at ``BEGIN IMMEDIATE``,
+    so nothing was done) the unit goes to a worker thread and waits its turn there, as
+    :func:`work` does.  Elsewhere it is :func:`work`."""
+    if db.can_write_nowait:
+        try:
+            with db.session_nowait() as session:
+                return fn(session, *args, **kwargs)
+        except OperationalError as exc:
+            if not _locked(exc):
+                raise
+    return await work(db, fn, *args, **kwargs)
+
+
+__all__ = ["Session", "quick_read", "quick_work", "read", "work", "work_sync"]

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from chatmem import context as engine
@@ -22,10 +22,11 @@ from chatmem.context.values import Mode, Prices, Profile
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
 from chatmem.settings import Settings
-from chatmem.store.engine import load_engine_conversation
-from chatmem.store.messages import append_message
+from chatmem.store.engine import load_engine_conversation, visible_profile_row
+from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import Conversation
+from chatmem.store.tables.runs import UsageRow
 
 
 @dataclass(frozen=True)
@@ -93,21 +94,13 @@ def resolve_target(
     if profile_id is None:
         return ModelTarget(None, None, None, Profile())
     from chatmem.models import profiles
-    from chatmem.store.tables.accounts import User
 
-    user = session.get(User, user_id)
-    if user is None:
-        raise NotFound("user")
-    try:
-        row = profiles.visible_profile(session, user, profile_id)
-    except NotFound:
+    row = visible_profile_row(session, user_id, profile_id)
+    if row is None:
         return ModelTarget(None, None, None, Profile())
     summarizer = None
     if row.summarizer_profile_id:
-        try:
-            summarizer = profiles.visible_profile(session, user, row.summarizer_profile_id)
-        except NotFound:
-            summarizer = None
+        summarizer = visible_profile_row(session, user_id, row.summarizer_profile_id)
     endpoint = profiles.model_endpoint(row, secrets) if secrets is not None else None
     return ModelTarget(
         row.id,
@@ -133,24 +126,26 @@ def summarizer_target(
 CALIBRATION_WINDOW = 20
 
 
+# Read at every turn: built once (building it costs more than running it).
+_CALIBRATION = (
+    select(UsageRow.prompt_tokens, UsageRow.estimated_prompt_tokens)
+    .where(
+        UsageRow.profile_id == bindparam("profile_id"),
+        UsageRow.kind == "answer",
+        UsageRow.estimated_prompt_tokens.is_not(None),
+        UsageRow.estimated_prompt_tokens > 0,
+    )
+    .order_by(UsageRow.num.desc())
+    .limit(CALIBRATION_WINDOW)
+)
+
+
 def calibration(session: Session, profile_id: str | None) -> float:
     """CTX-2: reported prompt tokens / estimated ones over the profile's recent answers
     (1.0 without data).  The engine clamps it so the estimate only ever goes up."""
     if profile_id is None:
         return 1.0
-    from chatmem.store.tables.runs import UsageRow
-
-    rows = session.execute(
-        select(UsageRow.prompt_tokens, UsageRow.estimated_prompt_tokens)
-        .where(
-            UsageRow.profile_id == profile_id,
-            UsageRow.kind == "answer",
-            UsageRow.estimated_prompt_tokens.is_not(None),
-            UsageRow.estimated_prompt_tokens > 0,
-        )
-        .order_by(UsageRow.num.desc())
-        .limit(CALIBRATION_WINDOW)
-    ).all()
+    rows = session.connection().execute(_CALIBRATION, {"profile_id": profile_id}).all()
     reported = sum(int(r[0] or 0) for r in rows)
     estimated = sum(int(r[1] or 0) for r in rows)
     return engine.calibration_factor(estimated, reported)
@@ -180,7 +175,11 @@ def load_inputs(
     target = resolve_target(session, row.user_id, profile_override or row.profile_id, secrets)
     profile = target.engine_profile
     conversation = load_engine_conversation(
-        session, conversation_id, tokenizer=profile.tokenizer, tools=[dict(t) for t in tools]
+        session,
+        conversation_id,
+        tokenizer=profile.tokenizer,
+        instructions=row.instructions,
+        tools=[dict(t) for t in tools],
     )
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
     plan = (
@@ -220,10 +219,15 @@ def store_message(
     meta: dict[str, Any] | None,
     extra: dict[str, Any],
 ) -> str:
-    row = session.get(Conversation, conversation_id)
-    if row is None:
-        raise InvalidInput("The conversation was deleted while the turn ran.")
-    message = append_message(
-        session, row, role, content, limits=Limits.from_settings(settings), meta=meta, **extra
+    message_id = insert_message(
+        session,
+        conversation_id,
+        role,
+        content,
+        limits=Limits.from_settings(settings),
+        meta=meta,
+        **extra,
     )
-    return message.id
+    if message_id is None:
+        raise InvalidInput("The conversation was deleted while the turn ran.")
+    return message_id

@@ -52,6 +52,9 @@ def conversation_runs(
     return list(session.scalars(query.order_by(Run.created_at.desc()).limit(limit)))
 
 
+_INSERT_RUN = insert(Run)
+
+
 def start_run(
     session: Session,
     *,
@@ -63,27 +66,28 @@ def start_run(
     profile_id: str | None = None,
     run_id: str | None = None,
 ) -> str:
-    """Inserts a ``running`` run and returns its id (one Core statement: this is on the way
-    to the first token, where an ORM flush costs more than the insert)."""
+    """Inserts a ``running`` run and returns its id (one prepared Core statement: this is on
+    the way to the first token, where building a statement costs more than the insert)."""
     now = utcnow()
     run_id = run_id or new_id()
-    session.execute(
-        insert(Run).values(
-            id=run_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            user_message_id=user_message_id,
-            idempotency_key=idempotency_key,
-            profile_id=profile_id,
-            replica_id=replica_id,
-            status="running",
-            heartbeat_at=now,
-            created_at=now,
-            last_seq=0,
-            prompt_tokens=0,
-            completion_tokens=0,
-            cost=0.0,
-        )
+    session.connection().execute(
+        _INSERT_RUN,
+        {
+            "id": run_id,
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "user_message_id": user_message_id,
+            "idempotency_key": idempotency_key,
+            "profile_id": profile_id,
+            "replica_id": replica_id,
+            "status": "running",
+            "heartbeat_at": now,
+            "created_at": now,
+            "last_seq": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "cost": 0.0,
+        },
     )
     return run_id
 

@@ -31,15 +31,17 @@ from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunnin
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
 from chatmem.store.db import Database
+from chatmem.store.messages import insert_message
+from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import File
 from chatmem.store.types import new_id, utcnow
 from chatmem.turns import recovery, runs, usage
 from chatmem.turns.compaction import ModelClients
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
-from chatmem.turns.dbwork import read, work
+from chatmem.turns.dbwork import quick_read, quick_work, read, work
 from chatmem.turns.events import RunEvent
-from chatmem.turns.inputs import TurnInputs, load_inputs, owned_conversation_row, store_message
+from chatmem.turns.inputs import TurnInputs, load_inputs, owned_conversation_row
 from chatmem.turns.journal import EventJournal
 from chatmem.turns.runner import TurnJob, TurnRunner
 from chatmem.turns.tools import McpToolBox, ToolBox, load_mcp_servers
@@ -221,23 +223,19 @@ class TurnService:
                 return Submitted(existing, created=False)
         token = await self._take_lock(user_id, conversation_id, for_turn=True)
         name = lock_name(conversation_id)
-        loop = asyncio.get_running_loop()
         run_id, message_id = new_id(), new_id()
-        # Set when the admission transaction has committed (True) or failed (False).
-        admission: asyncio.Future[bool] = loop.create_future()
-
-        def start_early(inputs: TurnInputs) -> None:
-            # From the worker thread, in the admission transaction, once the turn is known to
-            # be admissible: the model request starts while the message and the run are
-            # being stored.  The turn writes nothing until ``admission`` says they are.
-            job = self._job(run_id, user_id, conversation_id, message_id, inputs)
-            loop.call_soon_threadsafe(self._start, job, [], admission)
-
-        early = start_early if self._toolbox_factory == self._default_toolbox else None
         try:
+            # Two short units, on the event loop on SQLite (``quick_read``/``quick_work``):
+            # everything that can refuse the turn, read without the write lock, then the
+            # writes.  The conversation lock is held, so no other turn or compaction changes
+            # the conversation in between; a deletion meanwhile makes the writes refuse.
+            inputs, servers = await quick_read(
+                self.db, self._prepare, user_id, conversation_id, content, file_ids or []
+            )
             try:
-                _, _, inputs, servers = await self._db(
-                    self._create,
+                await quick_work(
+                    self.db,
+                    self._record,
                     user_id,
                     conversation_id,
                     content,
@@ -245,7 +243,6 @@ class TurnService:
                     idempotency_key,
                     run_id=run_id,
                     message_id=message_id,
-                    start_early=early,
                 )
             except IntegrityError:
                 # A concurrent retry with the same key won the race: answer with its run.
@@ -254,19 +251,13 @@ class TurnService:
                 )
                 if existing is None:
                     raise
-                await self._abandon(run_id, admission)
                 await self.coordinator.release(name, token)
                 return Submitted(existing.id, created=False)
         except BaseException:
-            await self._abandon(run_id, admission)
             await self.coordinator.release(name, token)
             raise
-        admission.set_result(True)
         self._locks[run_id] = (name, token)
-        if run_id not in self._tasks:
-            self._start(
-                self._job(run_id, user_id, conversation_id, message_id, inputs), servers, None
-            )
+        self._start(self._job(run_id, user_id, conversation_id, message_id, inputs), servers)
         # The live log exists before the 202: a watcher that connects next follows it.
         await asyncio.shield(self._opening[run_id])
         return Submitted(run_id, created=True)
@@ -284,28 +275,14 @@ class TurnService:
             first_inputs=inputs,
         )
 
-    def _start(
-        self, job: TurnJob, servers: list[Any], admission: asyncio.Future[bool] | None
-    ) -> None:
+    def _start(self, job: TurnJob, servers: list[Any]) -> None:
         """Starts the turn's task (on the loop)."""
-        if admission is not None and admission.done():
-            return  # the admission failed before this call got its turn on the loop
         self._servers[job.run_id] = servers
         self._owners[job.run_id] = job.user_id
         self._opening[job.run_id] = asyncio.ensure_future(self.coordinator.open_run(job.run_id))
         self._tasks[job.run_id] = asyncio.create_task(
-            self._run(job, admission), name=f"chatmem-turn-{job.run_id}"
+            self._run(job), name=f"chatmem-turn-{job.run_id}"
         )
-
-    async def _abandon(self, run_id: str, admission: asyncio.Future[bool]) -> None:
-        """The admission failed: a turn started early is cancelled before it wrote anything."""
-        if not admission.done():
-            admission.set_result(False)
-        task = self._tasks.get(run_id)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
 
     @staticmethod
     def _admit(
@@ -322,27 +299,20 @@ class TurnService:
             raise InvalidInput("Idempotency-Key was already used for another conversation.")
         return existing.id
 
-    def _create(
+    def _prepare(
         self,
         session: Any,
         user_id: str,
         conversation_id: str,
         content: str,
         file_ids: list[str],
-        idempotency_key: str | None,
-        *,
-        run_id: str | None = None,
-        message_id: str | None = None,
-        start_early: Callable[[TurnInputs], None] | None = None,
-    ) -> tuple[str, str, TurnInputs, list[Any]]:
-        """One transaction: check ownership, read the MCP servers the turn will use, pick the
-        model (USE-3 fallback), refuse what cannot fit (TURN-5, before anything is written),
-        and store the message and the run.
-
-        ``start_early(inputs)`` is called once nothing but the writes is left, when the first
-        model request is exactly the admission plan (no MCP tools, no compaction first)."""
-        # Held for the whole unit: the session's identity map is weak, and the later lookups
-        # of the same row (plan, message) are then answered without a query.
+    ) -> tuple[TurnInputs, list[Any]]:
+        """Everything that can refuse a turn, before anything is written: ownership, the MCP
+        servers the turn will use, the model (USE-3 fallback), whether it can fit (TURN-5;
+        compaction first when that makes room, CTX-19), the attached files.  Returns the
+        first step's inputs (the plan with the message as the draft) and the servers."""
+        # Held for the whole unit: the session's identity map is weak, and the later lookup
+        # of the same row by the loader is then answered without a query.
         _held = owned_conversation_row(session, user_id, conversation_id)
         servers = load_mcp_servers(session, self.settings, self.secrets)
         fallback = usage.fallback_profile(session, user_id, self.settings)
@@ -357,7 +327,7 @@ class TurnService:
         if inputs.target.profile_id is None:
             # Refused before anything is stored: a turn without a model can only fail.
             raise InvalidInput("This conversation has no model: choose a model profile first.")
-        inputs.plan.require_sendable()  # compaction first when it makes room (CTX-19)
+        inputs.plan.require_sendable()
         if file_ids:
             found = set(
                 session.scalars(
@@ -368,20 +338,35 @@ class TurnService:
             )
             if found != set(file_ids):
                 raise NotFound("file")
-        if start_early is not None and not servers and not inputs.plan.compaction.needed:
-            start_early(inputs)
-        message_id = store_message(
+        return inputs, servers
+
+    def _record(
+        self,
+        session: Any,
+        user_id: str,
+        conversation_id: str,
+        content: str,
+        file_ids: list[str],
+        idempotency_key: str | None,
+        *,
+        run_id: str,
+        message_id: str,
+    ) -> None:
+        """One transaction: the user's message (with its files) and the ``running`` run."""
+        stored = insert_message(
             session,
             conversation_id,
             "user",
             content,
-            self.settings,
-            None,
-            {"message_id": message_id} if message_id else {},
+            user_id=user_id,
+            limits=Limits.from_settings(self.settings),
+            message_id=message_id,
         )
+        if stored is None:
+            raise NotFound("conversation")  # deleted since it was read
         if file_ids:
             session.execute(update(File).where(File.id.in_(file_ids)).values(message_id=message_id))
-        run_id = runs.start_run(
+        runs.start_run(
             session,
             run_id=run_id,
             user_id=user_id,
@@ -390,12 +375,11 @@ class TurnService:
             replica_id=self.coordinator.replica_id,
             idempotency_key=idempotency_key,
         )
-        return run_id, message_id, inputs, servers
 
-    async def _run(self, job: TurnJob, admission: asyncio.Future[bool] | None = None) -> None:
+    async def _run(self, job: TurnJob) -> None:
         try:
             await self._opening[job.run_id]
-            journal = EventJournal(job.run_id, self.db, self.coordinator, admission=admission)
+            journal = EventJournal(job.run_id, self.db, self.coordinator)
             runner = TurnRunner(
                 job,
                 db=self.db,
