@@ -371,7 +371,10 @@ async def connect_checked(
 
     Shared by our httpx transport and the MCP SDK's httpx2 one, whose httpcore flavours
     differ only in their module names."""
-    addresses = await anyio.to_thread.run_sync(policy.checked_addresses, host, port)
+    if _is_ip_literal(host.strip("[]")):
+        addresses = policy.checked_addresses(host, port)  # nothing to resolve: no thread hop
+    else:
+        addresses = await anyio.to_thread.run_sync(policy.checked_addresses, host, port)
     last: Exception | None = None
     for address in addresses:
         try:

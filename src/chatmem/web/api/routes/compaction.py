@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from chatmem.turns.service import compact_now, compaction_price
-from chatmem.web.api.routes.turns import AuthUser, turn_service
+from chatmem.web.api.routes.turns import UserId, turn_service
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["compaction"])
 
@@ -19,21 +19,21 @@ class CompactRequest(BaseModel):
 
 @router.post("/{conversation_id}/compact")
 async def compact(
-    conversation_id: str, request: Request, user: AuthUser, body: CompactRequest | None = None
+    conversation_id: str, request: Request, user_id: UserId, body: CompactRequest | None = None
 ) -> dict[str, Any]:
     """Replaces early messages with a summary, keeping the last question–answer pair; answers
     with the price and the new summary.  Refusals: ``nothing_to_compress``,
     ``compaction_running`` (also while a turn runs), ``insufficient_credits``."""
     focus = (body.focus or "").strip() or None if body else None
-    return await compact_now(turn_service(request), user.id, conversation_id, focus)
+    return await compact_now(turn_service(request), user_id, conversation_id, focus)
 
 
 @router.get("/{conversation_id}/compact/price")
 async def compact_price(
     conversation_id: str,
     request: Request,
-    user: AuthUser,
+    user_id: UserId,
     focus: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> dict[str, Any]:
     """The price of "Compress now", shown on the button before it runs (CTX-11)."""
-    return await compaction_price(turn_service(request), user.id, conversation_id, focus or None)
+    return await compaction_price(turn_service(request), user_id, conversation_id, focus or None)

@@ -10,11 +10,10 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from chatmem.errors import InvalidInput
-from chatmem.store.tables.accounts import User
 from chatmem.turns import runs
 from chatmem.turns.events import RunEvent
-from chatmem.web.api.routes.turns import AuthUser, short_read, turn_service
-from chatmem.web.deps import CurrentUser, DbSession, get_current_user
+from chatmem.web.api.routes.turns import UserId, short_read, turn_service
+from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -27,9 +26,9 @@ def get_run(run_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any
 
 
 @router.post("/{run_id}/stop")
-async def stop_run(run_id: str, request: Request, user: AuthUser) -> dict[str, Any]:
+async def stop_run(run_id: str, request: Request, user_id: UserId) -> dict[str, Any]:
     """Stops the turn; what was completed (and the text streamed so far) is kept."""
-    return await turn_service(request).stop(user.id, run_id)
+    return await turn_service(request).stop(user_id, run_id)
 
 
 def _cursor(value: str | None) -> int:
@@ -44,16 +43,17 @@ def _cursor(value: str | None) -> int:
     return cursor
 
 
-async def run_owner(run_id: str, request: Request) -> User:
+async def run_owner(run_id: str, request: Request) -> str:
     """Authenticates and checks the run belongs to the user, in one short read transaction
-    (the events stream starts one round trip sooner; on SQLite without a thread hop)."""
+    (the events stream starts one round trip sooner; on SQLite without a thread hop).
+    Returns the user's id."""
 
-    def check(request: Request) -> User:
+    def check(request: Request) -> str:
         with request.app.state.db.session() as session:
-            user = get_current_user(request, session)
-            if not turn_service(request).runs_here(run_id, user.id):
-                runs.owned_run(session, user.id, run_id)
-            return user
+            user_id = authenticated_user_id(request, session)
+            if not turn_service(request).runs_here(run_id, user_id):
+                runs.owned_run(session, user_id, run_id)
+            return user_id
 
     return await short_read(request, check)
 
@@ -62,7 +62,7 @@ async def run_owner(run_id: str, request: Request) -> User:
 async def run_events(
     run_id: str,
     request: Request,
-    user: Annotated[User, Depends(run_owner)],
+    user_id: Annotated[str, Depends(run_owner)],
     last_event_id: Annotated[str | None, Header()] = None,
     after: Annotated[str | None, Query()] = None,
 ) -> StreamingResponse:
@@ -70,7 +70,7 @@ async def run_events(
     ends after ``done`` or ``error``."""
     cursor = _cursor(last_event_id if last_event_id is not None else after)
     service = turn_service(request)
-    events = service.watch(user.id, run_id, cursor, owner_checked=True)
+    events = service.watch(user_id, run_id, cursor, owner_checked=True)
     # Ownership is checked on the first step, before the 200 goes out.
     first = await anext(events, None)
 

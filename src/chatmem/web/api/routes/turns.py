@@ -10,11 +10,10 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from chatmem.store.tables.accounts import User
 from chatmem.turns import runs
 from chatmem.turns.inputs import owned_conversation_row
 from chatmem.turns.service import TurnService
-from chatmem.web.deps import CurrentUser, DbSession, get_current_user
+from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
 
 T = TypeVar("T")
 
@@ -26,9 +25,9 @@ class TurnCreate(BaseModel):
     file_ids: list[str] = Field(default_factory=list, max_length=100)
 
 
-def _authenticate(request: Request) -> User:
+def _authenticate(request: Request) -> str:
     with request.app.state.db.session() as session:
-        return get_current_user(request, session)
+        return authenticated_user_id(request, session)
 
 
 async def short_read(request: Request, fn: Callable[[Request], T]) -> T:
@@ -44,8 +43,8 @@ async def short_read(request: Request, fn: Callable[[Request], T]) -> T:
     return await anyio.to_thread.run_sync(fn, request)
 
 
-async def authenticated_user(request: Request) -> User:
-    """The signed-in user, for the async turn routes.
+async def authenticated(request: Request) -> str:
+    """The signed-in user's id, for the async turn routes.
 
     Authenticates in its own short read transaction that ends before the route runs: the
     request-wide ``DbSession`` of a write request holds the SQLite write lock until the
@@ -54,7 +53,7 @@ async def authenticated_user(request: Request) -> User:
     return await short_read(request, _authenticate)
 
 
-AuthUser = Annotated[User, Depends(authenticated_user)]
+UserId = Annotated[str, Depends(authenticated)]
 
 
 def turn_service(request: Request) -> TurnService:
@@ -67,12 +66,12 @@ async def start_turn(
     conversation_id: str,
     body: TurnCreate,
     request: Request,
-    user: AuthUser,
+    user_id: UserId,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> JSONResponse:
     """Stores the message and starts the turn as a server-owned task; answers 202 at once."""
     submitted = await turn_service(request).submit(
-        user.id,
+        user_id,
         conversation_id,
         body.content,
         file_ids=body.file_ids,
