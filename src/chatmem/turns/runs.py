@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import NotFound
@@ -52,7 +52,32 @@ def conversation_runs(
     return list(session.scalars(query.order_by(Run.created_at.desc()).limit(limit)))
 
 
+# The statements of every turn, built once (building one costs SQLAlchemy more than SQLite
+# takes to run it).  Executed on the session's connection: plain Core, no ORM bookkeeping.
 _INSERT_RUN = insert(Run)
+_INSERT_EVENT = insert(RunEventRow)
+_INSERT_USAGE = insert(UsageRow)
+_SET_LAST_SEQ = update(Run).where(Run.id == bindparam("rid")).values(last_seq=bindparam("new_seq"))
+_ADD_RUN_USAGE = (
+    update(Run)
+    .where(Run.id == bindparam("rid"))
+    .values(
+        prompt_tokens=Run.prompt_tokens + bindparam("prompt"),
+        completion_tokens=Run.completion_tokens + bindparam("completion"),
+        cost=Run.cost + bindparam("add"),
+    )
+)
+_FINISH = (
+    update(Run)
+    .where(Run.id == bindparam("rid"))
+    .values(
+        status=bindparam("new_status"),
+        error_code=bindparam("new_error_code"),
+        error_message=bindparam("new_error_message"),
+        note=bindparam("new_note"),
+        finished_at=bindparam("now"),
+    )
+)
 
 
 def start_run(
@@ -104,14 +129,15 @@ def store_events(session: Session, run_id: str, events: Sequence[RunEvent]) -> N
     if not events:
         return
     now = utcnow()
-    session.execute(
-        insert(RunEventRow),
+    connection = session.connection()
+    connection.execute(
+        _INSERT_EVENT,
         [
             {"run_id": run_id, "seq": e.seq, "type": e.type, "data": e.data, "created_at": now}
             for e in events
         ],
     )
-    session.execute(update(Run).where(Run.id == run_id).values(last_seq=max(e.seq for e in events)))
+    connection.execute(_SET_LAST_SEQ, {"rid": run_id, "new_seq": max(e.seq for e in events)})
 
 
 def events_after(
@@ -142,16 +168,16 @@ def finish_run(
     note: str | None = None,
 ) -> None:
     assert status in FINISHED_STATUSES
-    session.execute(
-        update(Run)
-        .where(Run.id == run_id)
-        .values(
-            status=status,
-            error_code=error_code,
-            error_message=error_message,
-            note=note,
-            finished_at=utcnow(),
-        )
+    session.connection().execute(
+        _FINISH,
+        {
+            "rid": run_id,
+            "new_status": status,
+            "new_error_code": error_code,
+            "new_error_message": error_message,
+            "new_note": note,
+            "now": utcnow(),
+        },
     )
 
 
@@ -229,31 +255,28 @@ def record_usage(
     cost: float,
     estimated_prompt_tokens: int | None = None,
 ) -> None:
-    # A Core insert: this is in every answer's checkpoint, where an ORM flush costs more.
-    session.execute(
-        insert(UsageRow).values(
-            user_id=user_id,
-            conversation_id=conversation_id,
-            run_id=run_id,
-            kind=kind,
-            profile_id=profile_id,
-            model=model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            estimated_prompt_tokens=estimated_prompt_tokens,
-            cost=cost,
-            created_at=utcnow(),
-        )
+    # Prepared Core statements: this is in every answer's checkpoint.
+    connection = session.connection()
+    connection.execute(
+        _INSERT_USAGE,
+        {
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "run_id": run_id,
+            "kind": kind,
+            "profile_id": profile_id,
+            "model": model,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "estimated_prompt_tokens": estimated_prompt_tokens,
+            "cost": cost,
+            "created_at": utcnow(),
+        },
     )
     if run_id is not None:
-        session.execute(
-            update(Run)
-            .where(Run.id == run_id)
-            .values(
-                prompt_tokens=Run.prompt_tokens + prompt_tokens,
-                completion_tokens=Run.completion_tokens + completion_tokens,
-                cost=Run.cost + cost,
-            )
+        connection.execute(
+            _ADD_RUN_USAGE,
+            {"rid": run_id, "prompt": prompt_tokens, "completion": completion_tokens, "add": cost},
         )
 
 
