@@ -11,6 +11,7 @@ on success, roll back on any exception.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -179,5 +181,13 @@ def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        mode = connection.get_execution_options().get("chatmem_begin", "")
-        connection.exec_driver_sql(f"BEGIN {mode}".strip())
+        # Straight to the driver: every unit of work begins here, and SQLAlchemy's statement
+        # machinery costs a hundred times what SQLite takes for a BEGIN.  A failure (the
+        # write lock is busy) is wrapped like any statement error (``OperationalError``).
+        immediate = connection.get_execution_options().get("chatmem_begin") == "IMMEDIATE"
+        try:
+            connection.connection.driver_connection.execute(
+                "BEGIN IMMEDIATE" if immediate else "BEGIN"
+            )
+        except sqlite3.Error as exc:
+            raise OperationalError("BEGIN", None, exc) from exc
