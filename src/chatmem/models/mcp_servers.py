@@ -33,12 +33,20 @@ class McpConnection:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
-_ALL = select(McpServer).order_by(McpServer.name)
-_ENABLED = _ALL.where(McpServer.enabled.is_(True))  # read at every turn: built once
-
-
 def list_servers(session: Session, *, enabled_only: bool = False) -> list[McpServer]:
-    return list(session.scalars(_ENABLED if enabled_only else _ALL))
+    query = select(McpServer).order_by(McpServer.name)
+    if enabled_only:
+        query = query.where(McpServer.enabled.is_(True))
+    return list(session.scalars(query))
+
+
+# Read at every turn: built once, and read as Core rows (attribute access like the ORM rows).
+_ENABLED = select(McpServer.__table__).where(McpServer.enabled.is_(True)).order_by(McpServer.name)
+
+
+def enabled_rows(session: Session) -> list[Any]:
+    """The enabled servers' stored columns, for :func:`connection` at every turn."""
+    return list(session.connection().execute(_ENABLED))
 
 
 def get_server(session: Session, server_id: str) -> McpServer:

@@ -28,6 +28,7 @@ from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import Profile, ToolCall
 from chatmem.context.values import Summary as EngineSummary
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
+from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.tokens import column_for
 
 PAGE_SIZE = 32  # the newest page; older pages double in size
@@ -51,9 +52,9 @@ def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
 
 
 def visible_profile_row(session: Session, user_id: str, profile_id: str) -> Any:
-    from chatmem.store.tables.profiles import ModelProfile
-
-    row = session.get(ModelProfile, profile_id)
+    """The profile's stored columns (a Core row: attribute access like the ORM row, at a
+    fraction of the cost — this runs at every turn), or None if the user may not use it."""
+    row = session.connection().execute(_PROFILE, {"pid": profile_id}).first()
     if row is None or not (row.shared or row.user_id == user_id):
         return None
     return row
@@ -93,14 +94,17 @@ _BOUNDS = select(
     .where(Message.conversation_id == bindparam("cid"))
     .scalar_subquery(),
 )
+_PROFILE = select(ModelProfile.__table__).where(ModelProfile.id == bindparam("pid"))
 _LATEST_SUMMARY = (
-    select(Summary)
+    select(Summary.__table__)
     .where(Summary.conversation_id == bindparam("cid"))
     .order_by(Summary.version.desc())
     .limit(1)
 )
 _FILES = (
-    select(File).where(File.conversation_id == bindparam("cid")).order_by(File.created_at, File.id)
+    select(File.__table__)
+    .where(File.conversation_id == bindparam("cid"))
+    .order_by(File.created_at, File.id)
 )
 _POSITION = select(Message.seq).where(
     Message.id == bindparam("mid"), Message.conversation_id == bindparam("cid")
@@ -263,8 +267,9 @@ class LazyMessages(Sequence[EngineMessage]):
         raise ValueError("message not in conversation")
 
 
-def latest_summary(session: Session, conversation_id: str) -> Summary | None:
-    return session.scalars(_LATEST_SUMMARY, {"cid": conversation_id}).first()
+def latest_summary(session: Session, conversation_id: str) -> Any:
+    """The newest summary's stored columns (a Core row, read like the ORM row), or None."""
+    return session.connection().execute(_LATEST_SUMMARY, {"cid": conversation_id}).first()
 
 
 def load_engine_conversation(
@@ -298,7 +303,7 @@ def load_engine_conversation(
             state=f.state,  # type: ignore[arg-type]
             tokens=getattr(f, column),
         )
-        for f in session.scalars(_FILES, {"cid": conversation_id})
+        for f in session.connection().execute(_FILES, {"cid": conversation_id})
     ]
     if instructions is None:
         instructions = (

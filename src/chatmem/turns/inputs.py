@@ -157,6 +157,16 @@ def calibrated_tokenizer(session: Session, target: ModelTarget) -> Any:
     return engine.calibrated(base, calibration(session, target.profile_id))
 
 
+# The conversation's own columns, read at every step (a Core row, read like the ORM row).
+_CONVERSATION = select(
+    Conversation.user_id,
+    Conversation.profile_id,
+    Conversation.mode,
+    Conversation.instructions,
+    Conversation.archived_at,
+).where(Conversation.id == bindparam("cid"))
+
+
 def load_inputs(
     session: Session,
     conversation_id: str,
@@ -168,9 +178,14 @@ def load_inputs(
     with_plan: bool = True,
     secrets: Any = None,
     profile_override: str | None = None,
+    live_only: bool = False,
 ) -> TurnInputs:
-    row = session.get(Conversation, conversation_id)
+    """The inputs of one model step.  With ``user_id`` the conversation must be theirs
+    (STORE-1); with ``live_only`` it must not be archived either (a new turn)."""
+    row = session.connection().execute(_CONVERSATION, {"cid": conversation_id}).first()
     if row is None or (user_id is not None and row.user_id != user_id):
+        raise NotFound("conversation")
+    if live_only and row.archived_at is not None:
         raise NotFound("conversation")
     target = resolve_target(session, row.user_id, profile_override or row.profile_id, secrets)
     profile = target.engine_profile

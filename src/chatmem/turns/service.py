@@ -311,10 +311,6 @@ class TurnService:
         servers the turn will use, the model (USE-3 fallback), whether it can fit (TURN-5;
         compaction first when that makes room, CTX-19), the attached files.  Returns the
         first step's inputs (the plan with the message as the draft) and the servers."""
-        # Held for the whole unit: the session's identity map is weak, and the later lookup
-        # of the same row by the loader is then answered without a query.
-        _held = owned_conversation_row(session, user_id, conversation_id)
-        servers = load_mcp_servers(session, self.settings, self.secrets)
         fallback = usage.fallback_profile(session, user_id, self.settings)
         inputs = load_inputs(
             session,
@@ -323,7 +319,9 @@ class TurnService:
             user_id=user_id,
             profile_override=fallback,
             secrets=self.secrets,
+            live_only=True,
         )
+        servers = load_mcp_servers(session, self.settings, self.secrets)
         if inputs.target.profile_id is None:
             # Refused before anything is stored: a turn without a model can only fail.
             raise InvalidInput("This conversation has no model: choose a model profile first.")

@@ -215,7 +215,7 @@ def load_mcp_servers(session: Any, settings: Any, secrets: Any) -> list[McpServe
     from chatmem.models import mcp_servers
 
     configs: list[McpServerConfig] = []
-    for row in mcp_servers.list_servers(session, enabled_only=True):
+    for row in mcp_servers.enabled_rows(session):
         try:
             conn = mcp_servers.connection(row, secrets)
         except Exception:
