@@ -84,16 +84,20 @@ def _message_value(row: Any, tokens_column: str) -> EngineMessage:
 # The loader's statements are built once: building one costs SQLAlchemy more than SQLite
 # takes to answer it, and they run on every keystroke (the context endpoint) and every turn.
 
-# Two scalar subqueries, not ``min(seq), max(seq)`` in one SELECT: SQLite answers a lone
-# min() or max() with one index probe but scans the whole range for the pair.
-_BOUNDS = select(
-    select(func.min(Message.seq))
-    .where(Message.conversation_id == bindparam("cid"))
-    .scalar_subquery(),
-    select(func.max(Message.seq))
-    .where(Message.conversation_id == bindparam("cid"))
-    .scalar_subquery(),
-)
+
+def message_bounds(conversation_id: Any) -> tuple[Any, Any]:
+    """The first and last ``seq`` of a conversation's history, as two columns (``first_seq``,
+    ``last_seq``) to select.  Two scalar subqueries, not ``min(seq), max(seq)`` in one
+    SELECT: SQLite answers a lone min() or max() with one index probe but scans the whole
+    range for the pair."""
+    scope = Message.conversation_id == conversation_id
+    return (
+        select(func.min(Message.seq)).where(scope).scalar_subquery().label("first_seq"),
+        select(func.max(Message.seq)).where(scope).scalar_subquery().label("last_seq"),
+    )
+
+
+_BOUNDS = select(*message_bounds(bindparam("cid")))
 _PROFILE = select(ModelProfile.__table__).where(ModelProfile.id == bindparam("pid"))
 _LATEST_SUMMARY = (
     select(Summary.__table__)
@@ -142,7 +146,12 @@ class LazyMessages(Sequence[EngineMessage]):
     """A read-only, page-cached view of one conversation's messages, oldest first."""
 
     def __init__(
-        self, session: Session, conversation_id: str, tokens_column: str, page_size: int = PAGE_SIZE
+        self,
+        session: Session,
+        conversation_id: str,
+        tokens_column: str,
+        page_size: int = PAGE_SIZE,
+        bounds: tuple[int | None, int | None] | None = None,
     ) -> None:
         self._session = session
         self._conversation_id = conversation_id
@@ -150,9 +159,11 @@ class LazyMessages(Sequence[EngineMessage]):
         self._page_size = page_size
         self._pages: dict[int, list[EngineMessage]] = {}
         self._seqs: list[int] | None = None  # only after a gap was found
-        first, last = session.connection().execute(_BOUNDS, {"cid": conversation_id}).one()
+        if bounds is None:
+            bounds = session.connection().execute(_BOUNDS, {"cid": conversation_id}).one()
+        first, last = bounds
         self._first = first or 1
-        self._length = 0 if first is None else last - first + 1
+        self._length = 0 if first is None or last is None else last - first + 1
         self.pages_loaded = 0
 
     def __len__(self) -> int:
@@ -279,10 +290,13 @@ def load_engine_conversation(
     tokenizer: str = "estimate",
     instructions: str | None = None,
     tools: Sequence[dict[str, Any]] = (),
+    bounds: tuple[int | None, int | None] | None = None,
 ) -> EngineConversation:
-    """The engine's view of a stored conversation, with counts for ``tokenizer``."""
+    """The engine's view of a stored conversation, with counts for ``tokenizer``
+    (``bounds``: the history's first and last ``seq`` when already read in the same
+    transaction, see :func:`message_bounds`)."""
     column = column_for(tokenizer)
-    messages = LazyMessages(session, conversation_id, column)
+    messages = LazyMessages(session, conversation_id, column, bounds=bounds)
     summary_row = latest_summary(session, conversation_id)
     summary = None
     if summary_row is not None and messages.position_of(summary_row.through_message_id) is not None:
@@ -300,7 +314,7 @@ def load_engine_conversation(
             name=f.name,
             content=f.content,
             message_id=f.message_id,
-            state=f.state,  # type: ignore[arg-type]
+            state=f.state,
             tokens=getattr(f, column),
         )
         for f in session.connection().execute(_FILES, {"cid": conversation_id})

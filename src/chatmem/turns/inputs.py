@@ -9,6 +9,7 @@ profiles, so a change in any of them is adapted here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -22,11 +23,12 @@ from chatmem.context.values import Mode, Prices, Profile
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
 from chatmem.settings import Settings
-from chatmem.store.engine import load_engine_conversation, visible_profile_row
+from chatmem.store.engine import load_engine_conversation, message_bounds, visible_profile_row
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.runs import UsageRow
+from chatmem.turns import runs
 
 
 @dataclass(frozen=True)
@@ -140,15 +142,27 @@ _CALIBRATION = (
 )
 
 
+#: Seconds a profile's calibration is reused before it is read again.  Usage recorded by
+#: this process refreshes it at once (:func:`chatmem.turns.runs.record_usage`); another
+#: replica's answers are seen within this time — the factor only scales an estimate.
+CALIBRATION_TTL = 10.0
+
+
 def calibration(session: Session, profile_id: str | None) -> float:
     """CTX-2: reported prompt tokens / estimated ones over the profile's recent answers
     (1.0 without data).  The engine clamps it so the estimate only ever goes up."""
     if profile_id is None:
         return 1.0
+    cached = runs.calibration_cache.get(profile_id)
+    now = time.monotonic()
+    if cached is not None and cached[1] > now:
+        return cached[0]
     rows = session.connection().execute(_CALIBRATION, {"profile_id": profile_id}).all()
     reported = sum(int(r[0] or 0) for r in rows)
     estimated = sum(int(r[1] or 0) for r in rows)
-    return engine.calibration_factor(estimated, reported)
+    factor = engine.calibration_factor(estimated, reported)
+    runs.calibration_cache[profile_id] = (factor, now + CALIBRATION_TTL)
+    return factor
 
 
 def calibrated_tokenizer(session: Session, target: ModelTarget) -> Any:
@@ -157,13 +171,15 @@ def calibrated_tokenizer(session: Session, target: ModelTarget) -> Any:
     return engine.calibrated(base, calibration(session, target.profile_id))
 
 
-# The conversation's own columns, read at every step (a Core row, read like the ORM row).
+# The conversation's own columns and where its history starts and ends, read at every step
+# in one statement (a Core row, read like the ORM row).
 _CONVERSATION = select(
     Conversation.user_id,
     Conversation.profile_id,
     Conversation.mode,
     Conversation.instructions,
     Conversation.archived_at,
+    *message_bounds(bindparam("cid")),
 ).where(Conversation.id == bindparam("cid"))
 
 
@@ -195,6 +211,7 @@ def load_inputs(
         tokenizer=profile.tokenizer,
         instructions=row.instructions,
         tools=[dict(t) for t in tools],
+        bounds=(row.first_seq, row.last_seq),
     )
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
     plan = (
