@@ -11,11 +11,12 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import Connection, bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
 from chatmem.auth.secrets import digest, hash_password, new_secret, verify_password
 from chatmem.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from chatmem.store.db import connection_of
 from chatmem.store.tables.accounts import ApiToken, BrowserSession, SigninLink, User
 from chatmem.store.types import utcnow
 
@@ -99,9 +100,9 @@ _BROWSER_SESSION = select(
 ).where(BrowserSession.token_hash == bindparam("digest"))
 
 
-def user_id_for_api_token(session: Session, token: str) -> str | None:
+def user_id_for_api_token(db: Session | Connection, token: str) -> str | None:
     found: str | None = (
-        session.connection().execute(_USER_ID_FOR_TOKEN, {"digest": digest(token)}).scalar()
+        connection_of(db).execute(_USER_ID_FOR_TOKEN, {"digest": digest(token)}).scalar()
     )
     return found
 
@@ -143,9 +144,9 @@ class BrowserLogin:
 
 
 def browser_session_for(
-    session: Session, token: str, *, now: datetime | None = None
+    db: Session | Connection, token: str, *, now: datetime | None = None
 ) -> BrowserLogin | None:
-    row = session.connection().execute(_BROWSER_SESSION, {"digest": digest(token)}).first()
+    row = connection_of(db).execute(_BROWSER_SESSION, {"digest": digest(token)}).first()
     if row is None or row.expires_at <= (now or utcnow()):
         return None
     return BrowserLogin(row.user_id, row.csrf_token)

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -115,6 +115,13 @@ class Database:
         finally:
             session.close()
 
+    @contextmanager
+    def read_connection(self) -> Iterator[Connection]:
+        """A Core connection for a short read (one transaction, rolled back at the end):
+        what the per-request authentication needs, without an ORM session's bookkeeping."""
+        with self.engine.connect() as connection:
+            yield connection
+
     @property
     def can_write_nowait(self) -> bool:
         return self._nowait_engine is not None
@@ -163,6 +170,11 @@ class Database:
         self.engine.dispose()
         if self._nowait_engine is not None:
             self._nowait_engine.dispose()
+
+
+def connection_of(db: Session | Connection) -> Connection:
+    """The Core connection of a session (or the connection itself), for prepared statements."""
+    return db.connection() if isinstance(db, Session) else db
 
 
 def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:

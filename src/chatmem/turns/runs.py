@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import NotFound
@@ -27,6 +27,15 @@ def owned_run(session: Session, user_id: str, run_id: str) -> Run:
     if run is None or run.user_id != user_id:
         raise NotFound("run")
     return run
+
+
+_RUN_OWNER = select(Run.user_id).where(Run.id == bindparam("rid"))
+
+
+def run_owner_id(connection: Connection, run_id: str) -> str | None:
+    """Whose run this is (None for an unknown id): one indexed read, for the events stream."""
+    owner: str | None = connection.execute(_RUN_OWNER, {"rid": run_id}).scalar()
+    return owner
 
 
 def run_for_idempotency_key(session: Session, user_id: str, key: str) -> Run | None:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from chatmem.auth.cookies import CSRF_COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
@@ -49,7 +50,7 @@ def get_db_session(request: Request, db: DatabaseDep) -> Iterator[Session]:
 DbSession = Annotated[Session, Depends(get_db_session, scope="function")]
 
 
-def authenticated_user_id(request: Request, session: Session) -> str:
+def authenticated_user_id(request: Request, session: Session | Connection) -> str:
     """Who is asking: the user behind the Bearer token, or behind the browser session cookie
     (with the CSRF double-submit check on writes).  One indexed lookup, no ORM row — the
     turn routes need only the id, on the way to the first token."""

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from chatmem.errors import InvalidInput
+from chatmem.errors import InvalidInput, NotFound
 from chatmem.turns import runs
 from chatmem.turns.events import RunEvent
 from chatmem.web.api.routes.turns import UserId, short_read, turn_service
@@ -49,10 +49,11 @@ async def run_owner(run_id: str, request: Request) -> str:
     Returns the user's id."""
 
     def check(request: Request) -> str:
-        with request.app.state.db.session() as session:
-            user_id = authenticated_user_id(request, session)
-            if not turn_service(request).runs_here(run_id, user_id):
-                runs.owned_run(session, user_id, run_id)
+        with request.app.state.db.read_connection() as connection:
+            user_id = authenticated_user_id(request, connection)
+            here = turn_service(request).runs_here(run_id, user_id)
+            if not here and runs.run_owner_id(connection, run_id) != user_id:
+                raise NotFound("run")
             return user_id
 
     return await short_read(request, check)

@@ -26,8 +26,8 @@ class TurnCreate(BaseModel):
 
 
 def _authenticate(request: Request) -> str:
-    with request.app.state.db.session() as session:
-        return authenticated_user_id(request, session)
+    with request.app.state.db.read_connection() as connection:
+        return authenticated_user_id(request, connection)
 
 
 async def short_read(request: Request, fn: Callable[[Request], T]) -> T:
