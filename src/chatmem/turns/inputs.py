@@ -28,7 +28,6 @@ from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.runs import UsageRow
-from chatmem.turns import runs
 
 
 @dataclass(frozen=True)
@@ -142,10 +141,13 @@ _CALIBRATION = (
 )
 
 
-#: Seconds a profile's calibration is reused before it is read again.  Usage recorded by
-#: this process refreshes it at once (:func:`chatmem.turns.runs.record_usage`); another
-#: replica's answers are seen within this time — the factor only scales an estimate.
+#: Seconds a profile's calibration is reused before the ledger is read again (at most one
+#: read per profile and period, not one per turn).  New answers count from the next read:
+#: the factor only scales an estimate, and the context endpoint keys its own cache on the
+#: newest ledger row.
 CALIBRATION_TTL = 10.0
+#: profile id -> (calibration factor, monotonic expiry)
+_calibrations: dict[str, tuple[float, float]] = {}
 
 
 def calibration(session: Session, profile_id: str | None) -> float:
@@ -153,7 +155,7 @@ def calibration(session: Session, profile_id: str | None) -> float:
     (1.0 without data).  The engine clamps it so the estimate only ever goes up."""
     if profile_id is None:
         return 1.0
-    cached = runs.calibration_cache.get(profile_id)
+    cached = _calibrations.get(profile_id)
     now = time.monotonic()
     if cached is not None and cached[1] > now:
         return cached[0]
@@ -161,7 +163,7 @@ def calibration(session: Session, profile_id: str | None) -> float:
     reported = sum(int(r[0] or 0) for r in rows)
     estimated = sum(int(r[1] or 0) for r in rows)
     factor = engine.calibration_factor(estimated, reported)
-    runs.calibration_cache[profile_id] = (factor, now + CALIBRATION_TTL)
+    _calibrations[profile_id] = (factor, now + CALIBRATION_TTL)
     return factor
 
 

@@ -250,11 +250,6 @@ def run_tool_calls(session: Session, run_id: str) -> list[ToolCallRow]:
 # --- usage ledger (USE-1) -----------------------------------------------------------------
 
 
-#: profile id -> (calibration factor, monotonic expiry), kept by ``turns.inputs.calibration``
-#: and dropped here when this process records an answer's usage for the profile.
-calibration_cache: dict[str, tuple[float, float]] = {}
-
-
 def record_usage(
     session: Session,
     *,
@@ -269,8 +264,6 @@ def record_usage(
     cost: float,
     estimated_prompt_tokens: int | None = None,
 ) -> None:
-    if profile_id is not None:
-        calibration_cache.pop(profile_id, None)
     # Prepared Core statements: this is in every answer's checkpoint.
     connection = session.connection()
     connection.execute(

@@ -39,7 +39,7 @@ from chatmem.turns import recovery, runs, usage
 from chatmem.turns.compaction import ModelClients
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
-from chatmem.turns.dbwork import quick_read, quick_work, read, work
+from chatmem.turns.dbwork import quick_work, read, work
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import TurnInputs, load_inputs, owned_conversation_row
 from chatmem.turns.journal import EventJournal
@@ -225,17 +225,13 @@ class TurnService:
         name = lock_name(conversation_id)
         run_id, message_id = new_id(), new_id()
         try:
-            # Two short units, on the event loop on SQLite (``quick_read``/``quick_work``):
-            # everything that can refuse the turn, read without the write lock, then the
-            # writes.  The conversation lock is held, so no other turn or compaction changes
-            # the conversation in between; a deletion meanwhile makes the writes refuse.
-            inputs, servers = await quick_read(
-                self.db, self._prepare, user_id, conversation_id, content, file_ids or []
-            )
             try:
-                await quick_work(
+                # One short unit of work — on the event loop on SQLite when the write lock
+                # is free (``quick_work``): everything that can refuse the turn, then the
+                # message and the run.
+                inputs, servers = await quick_work(
                     self.db,
-                    self._record,
+                    self._admit_turn,
                     user_id,
                     conversation_id,
                     content,
@@ -338,6 +334,31 @@ class TurnService:
                 raise NotFound("file")
         return inputs, servers
 
+    def _admit_turn(
+        self,
+        session: Any,
+        user_id: str,
+        conversation_id: str,
+        content: str,
+        file_ids: list[str],
+        idempotency_key: str | None,
+        *,
+        run_id: str,
+        message_id: str,
+    ) -> tuple[TurnInputs, list[Any]]:
+        inputs, servers = self._prepare(session, user_id, conversation_id, content, file_ids)
+        self._record(
+            session,
+            user_id,
+            conversation_id,
+            content,
+            file_ids,
+            idempotency_key,
+            run_id=run_id,
+            message_id=message_id,
+        )
+        return inputs, servers
+
     def _record(
         self,
         session: Any,
@@ -361,7 +382,7 @@ class TurnService:
             message_id=message_id,
         )
         if stored is None:
-            raise NotFound("conversation")  # deleted since it was read
+            raise NotFound("conversation")  # the insert checks ownership itself
         if file_ids:
             session.execute(update(File).where(File.id.in_(file_ids)).values(message_id=message_id))
         runs.start_run(
