@@ -7,13 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.responses import StreamingResponse
 
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.turns import runs
 from chatmem.turns.events import RunEvent
 from chatmem.web.api.routes.turns import UserId, short_read, turn_service
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
+from chatmem.web.sse import EventStreamResponse
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -66,20 +66,17 @@ async def run_events(
     user_id: Annotated[str, Depends(run_owner)],
     last_event_id: Annotated[str | None, Header()] = None,
     after: Annotated[str | None, Query()] = None,
-) -> StreamingResponse:
+) -> EventStreamResponse:
     """SSE: replays stored events after ``Last-Event-ID`` (or ``?after=``), then follows live;
     ends after ``done`` or ``error``."""
     cursor = _cursor(last_event_id if last_event_id is not None else after)
     service = turn_service(request)
     events = service.watch(user_id, run_id, cursor, owner_checked=True)
-    # Ownership is checked on the first step, before the 200 goes out.
+    # The first event (replayed, or the next live one) leaves with the headers.
     first = await anext(events, None)
 
     async def stream() -> AsyncIterator[str]:
-        if first is None:
-            return
-        yield first.sse()
-        if first.terminal:
+        if first is None or first.terminal:
             return
         # A pump task feeds a queue so a quiet stretch (a slow tool) can send keep-alive
         # comments without cancelling the event iterator.
@@ -106,8 +103,8 @@ async def run_events(
         finally:
             task.cancel()
 
-    return StreamingResponse(
+    return EventStreamResponse(
+        first.sse() if first is not None else None,
         stream(),
-        media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
