@@ -64,9 +64,6 @@ class EventJournal:
         self._seq += 1
         event = RunEvent(self._seq, type_, data)
         await self._coordinator.publish(self.run_id, event)
-        # Let the watchers just woken forward the event before this turn does more work (a
-        # provider often sends a burst, and the end of the turn writes to the database).
-        await asyncio.sleep(0)
         self._pending.append(event)
         if event.terminal:
             await self.flush()
