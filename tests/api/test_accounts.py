@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import time
+from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -10,7 +12,9 @@ from tests.support.app import ApiUser, make_user
 
 from chatmem.cli import main
 from chatmem.settings import Settings
+from chatmem.store.types import utcnow
 from chatmem.web.app import create_app
+from chatmem.web.deps import CredentialCache
 
 
 def test_requests_without_credentials_are_unauthorized(client: TestClient) -> None:
@@ -96,3 +100,31 @@ def test_cli_user_add_and_token_create(
         main(["token", "create", "nobody"])
     assert done.value.code == 1
     assert "not found" in capsys.readouterr().err
+
+
+def test_a_logged_out_session_cookie_is_refused_at_once(client: TestClient) -> None:
+    make_user(client, "carol", password="a long enough password")
+    login = client.post(
+        "/api/v1/auth/login", json={"name": "carol", "password": "a long enough password"}
+    )
+    csrf = login.json()["csrf_token"]
+    cookies = dict(client.cookies)
+    assert client.get("/api/v1/me").status_code == 200  # checked, and remembered a moment
+    assert client.post("/api/v1/auth/logout", headers={"X-CSRF-Token": csrf}).status_code == 204
+    client.cookies.clear()
+    for name, value in cookies.items():  # the old cookie, replayed
+        client.cookies.set(name, value)
+    assert client.get("/api/v1/me").status_code == 401
+
+
+def test_remembered_credentials_expire_and_never_outlive_a_browser_session() -> None:
+    cache = CredentialCache(ttl=0.05)
+    cache.put("token", "u1")
+    assert cache.get("token") is not None and cache.get("token").user_id == "u1"  # type: ignore[union-attr]
+    time.sleep(0.06)
+    assert cache.get("token") is None
+    cache.put("cookie", "u2", "csrf", expires_at=utcnow() - timedelta(seconds=1))
+    assert cache.get("cookie") is None  # an expired session is not remembered at all
+    cache.put("cookie", "u2", "csrf", expires_at=utcnow() + timedelta(days=1))
+    cache.forget("cookie")
+    assert cache.get("cookie") is None

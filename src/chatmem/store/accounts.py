@@ -141,6 +141,7 @@ class BrowserLogin:
 
     user_id: str
     csrf_token: str
+    expires_at: datetime
 
 
 def browser_session_for(
@@ -149,7 +150,7 @@ def browser_session_for(
     row = connection_of(db).execute(_BROWSER_SESSION, {"digest": digest(token)}).first()
     if row is None or row.expires_at <= (now or utcnow()):
         return None
-    return BrowserLogin(row.user_id, row.csrf_token)
+    return BrowserLogin(row.user_id, row.csrf_token, row.expires_at)
 
 
 def close_browser_session(session: Session, token: str) -> None:

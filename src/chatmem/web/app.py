@@ -19,6 +19,7 @@ from chatmem.settings import Settings
 from chatmem.store.startup import open_database
 from chatmem.web.api import install_api
 from chatmem.web.body_limit import BodyLimitMiddleware
+from chatmem.web.deps import CredentialCache
 from chatmem.web.errors import install_error_handlers
 from chatmem.web.ui import install_ui
 
@@ -57,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.credentials = CredentialCache()
     app.state.endpoint_policy = endpoint_policy
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, settings=settings)

@@ -13,7 +13,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -21,12 +27,13 @@ from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from chatmem.auth.cookies import CSRF_COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
-from chatmem.auth.secrets import same
+from chatmem.auth.secrets import digest, same
 from chatmem.errors import Forbidden, Unauthorized
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database
 from chatmem.store.tables.accounts import User
+from chatmem.store.types import utcnow
 
 
 def get_settings(request: Request) -> Settings:
@@ -50,34 +57,118 @@ def get_db_session(request: Request, db: DatabaseDep) -> Iterator[Session]:
 DbSession = Annotated[Session, Depends(get_db_session, scope="function")]
 
 
-def authenticated_user_id(request: Request, session: Session | Connection) -> str:
+#: Seconds a checked credential is trusted without asking the database again.  A logout
+#: takes effect at once on the replica that served it, and within this time on the others.
+CREDENTIAL_TTL = 5.0
+
+
+@dataclass(frozen=True)
+class _Checked:
+    user_id: str
+    csrf_token: str | None  # browser sessions only
+    until: float  # time.monotonic()
+
+
+class CredentialCache:
+    """Credentials checked in the last few seconds, by the digest of the secret.
+
+    Every API request authenticates, and a turn is two requests (submit, then the events
+    stream) on the way to the first token: without this each paid a database lookup.  Small
+    and bounded; a browser session is never trusted past its own expiry."""
+
+    def __init__(self, ttl: float = CREDENTIAL_TTL, size: int = 4096) -> None:
+        self._ttl = ttl
+        self._size = size
+        self._items: OrderedDict[str, _Checked] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, secret: str) -> _Checked | None:
+        key = digest(secret)
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                return None
+            if found.until <= time.monotonic():
+                del self._items[key]
+                return None
+            return found
+
+    def put(
+        self,
+        secret: str,
+        user_id: str,
+        csrf_token: str | None = None,
+        expires_at: datetime | None = None,
+    ) -> None:
+        lifetime = self._ttl
+        if expires_at is not None:
+            lifetime = min(lifetime, (expires_at - utcnow()).total_seconds())
+        if lifetime <= 0:
+            return
+        checked = _Checked(user_id, csrf_token, time.monotonic() + lifetime)
+        with self._lock:
+            self._items[digest(secret)] = checked
+            self._items.move_to_end(digest(secret))
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def forget(self, secret: str) -> None:
+        with self._lock:
+            self._items.pop(digest(secret), None)
+
+
+@contextmanager
+def _reader(request: Request, db: Session | Connection | None) -> Iterator[Session | Connection]:
+    if db is not None:
+        yield db
+    else:
+        with request.app.state.db.read_connection() as connection:
+            yield connection
+
+
+def authenticated_user_id(request: Request, db: Session | Connection | None = None) -> str:
     """Who is asking: the user behind the Bearer token, or behind the browser session cookie
-    (with the CSRF double-submit check on writes).  One indexed lookup, no ORM row — the
-    turn routes need only the id, on the way to the first token."""
+    (with the CSRF double-submit check on writes).  A credential checked in the last few
+    seconds is not looked up again (:class:`CredentialCache`); otherwise one indexed lookup
+    through ``db``, or a short read connection when none is given."""
+    cache: CredentialCache = request.app.state.credentials
     header = request.headers.get("authorization", "")
     if header:
         scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             raise Unauthorized("Use 'Authorization: Bearer TOKEN'.")
-        user_id = accounts.user_id_for_api_token(session, token.strip())
+        hit = cache.get(token)
+        if hit is not None:
+            return hit.user_id
+        with _reader(request, db) as reader:
+            user_id = accounts.user_id_for_api_token(reader, token)
         if user_id is None:
             raise Unauthorized("Unknown or revoked API token.")
+        cache.put(token, user_id)
         return user_id
     cookie = request.cookies.get(SESSION_COOKIE)
     if not cookie:
         raise Unauthorized("Sign in first.")
-    browser = accounts.browser_session_for(session, cookie)
-    if browser is None:
-        raise Unauthorized("Your session has expired; sign in again.")
+    checked = cache.get(cookie)
+    if checked is None:
+        with _reader(request, db) as reader:
+            browser = accounts.browser_session_for(reader, cookie)
+        if browser is None:
+            raise Unauthorized("Your session has expired; sign in again.")
+        cache.put(cookie, browser.user_id, browser.csrf_token, browser.expires_at)
+        user_id, csrf_token = browser.user_id, browser.csrf_token
+    else:
+        user_id, csrf_token = checked.user_id, checked.csrf_token or ""
     if request.method not in SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER, "")
         if (
             not sent
-            or not same(sent, browser.csrf_token)
+            or not same(sent, csrf_token)
             or not same(sent, request.cookies.get(CSRF_COOKIE, ""))
         ):
             raise Forbidden("Missing or wrong CSRF token.")
-    return browser.user_id
+    return user_id
 
 
 def get_current_user(request: Request, session: DbSession) -> User:

@@ -40,6 +40,7 @@ def logout(request: Request, user: CurrentUser, session: DbSession) -> Response:
     token = request.cookies.get(SESSION_COOKIE)
     if token:
         accounts.close_browser_session(session, token)
+        request.app.state.credentials.forget(token)
     response = Response(status_code=204)
     clear_session_cookies(response)
     return response

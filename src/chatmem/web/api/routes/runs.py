@@ -49,12 +49,12 @@ async def run_owner(run_id: str, request: Request) -> str:
     Returns the user's id."""
 
     def check(request: Request) -> str:
-        with request.app.state.db.read_connection() as connection:
-            user_id = authenticated_user_id(request, connection)
-            here = turn_service(request).runs_here(run_id, user_id)
-            if not here and runs.run_owner_id(connection, run_id) != user_id:
-                raise NotFound("run")
-            return user_id
+        user_id = authenticated_user_id(request)
+        if not turn_service(request).runs_here(run_id, user_id):
+            with request.app.state.db.read_connection() as connection:
+                if runs.run_owner_id(connection, run_id) != user_id:
+                    raise NotFound("run")
+        return user_id
 
     return await short_read(request, check)
 

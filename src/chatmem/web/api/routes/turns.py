@@ -26,8 +26,7 @@ class TurnCreate(BaseModel):
 
 
 def _authenticate(request: Request) -> str:
-    with request.app.state.db.read_connection() as connection:
-        return authenticated_user_id(request, connection)
+    return authenticated_user_id(request)
 
 
 async def short_read(request: Request, fn: Callable[[Request], T]) -> T:
