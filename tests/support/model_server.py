@@ -388,6 +388,10 @@ def _completion(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
 def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Each SSE chunk is its own small write: without TCP_NODELAY a kept-alive
+        # connection waits on the client's delayed ACK (~40 ms) between them, as no real
+        # provider's server does.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             pass
@@ -502,29 +506,37 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(200, _completion(step, body))
 
         def _stream(self, step: dict[str, Any], body: dict[str, Any]) -> None:
+            # Chunked and kept alive, as the real APIs answer: the next request reuses the
+            # connection (a dropped or abandoned stream closes it).
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
+            self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            self.close_connection = True
+
+            def chunk(data: bytes) -> None:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+
             delay = float(step.get("delay") or 0.0)
             try:
                 first = True
                 for event in _stream_events(step, body):
                     if event is None:  # simulate a dropped connection
+                        self.close_connection = True
                         self.wfile.flush()
                         self.connection.shutdown(socket.SHUT_RDWR)
                         return
                     if delay and not first and server._stopping.wait(delay):
+                        self.close_connection = True
                         return
                     first = False
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                    self.wfile.flush()
-                self.wfile.write(b"data: [DONE]\n\n")
+                    chunk(f"data: {json.dumps(event)}\n\n".encode())
+                chunk(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError, OSError):
-                pass  # the client went away (a stop, a timeout): fine
+                self.close_connection = True  # the client went away (a stop, a timeout)
 
         def _control(self, body: Any) -> None:
             if self.path == "/_control/script" and isinstance(body, list):

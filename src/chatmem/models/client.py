@@ -49,6 +49,8 @@ from chatmem.models.ssrf import EndpointPolicy, safe_async_client
 
 log = logging.getLogger(__name__)
 
+#: How long the end of a stream is awaited after ``[DONE]`` to keep the connection.
+DRAIN_SECONDS = 0.5
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
 _CONTEXT_PATTERNS = re.compile(
     r"context[_ ]length|maximum context|context window|too many tokens|prompt is too long|"
@@ -390,7 +392,8 @@ async def _parse_stream(
         calls.clear()
         return out
 
-    async for line in response.aiter_lines():
+    lines = response.aiter_lines()
+    async for line in lines:
         if line.startswith(":"):
             continue
         if line.startswith("data:"):
@@ -438,6 +441,13 @@ async def _parse_stream(
                     yield event
     if not done and finish is None:
         raise ProviderError("The model API's stream ended before the answer was complete.")
+    if done:
+        # The body ends right after [DONE]; reading that end lets the connection go back to
+        # the pool for the next request (keep-alive) instead of being closed.  A provider
+        # that keeps the body open gets a moment, then the connection is closed.
+        with anyio.move_on_after(DRAIN_SECONDS):
+            async for _line in lines:
+                pass
     for event in flush_calls():
         yield event
     if usage is not None:
