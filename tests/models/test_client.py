@@ -150,7 +150,7 @@ async def test_no_retry_once_text_has_arrived(model_server: FakeModelServer) -> 
     model_server.reply("one two three four", break_after=2)
     received: list[str] = []
     async with client_for(model_server) as client:
-        with pytest.raises(ProviderError, match="broke off|ended before"):
+        with pytest.raises(ProviderError, match=r"broke off|ended before"):
             async for event in client.stream([{"role": "user", "content": "hi"}]):
                 if isinstance(event, TextDelta):
                     received.append(event.text)
