@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any, overload
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import Connection, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import Conversation as EngineConversation
@@ -27,6 +27,7 @@ from chatmem.context.values import File as EngineFile
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import Profile, ToolCall
 from chatmem.context.values import Summary as EngineSummary
+from chatmem.store.db import connection_of
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.tokens import column_for
@@ -51,10 +52,10 @@ def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
     return engine_profile(row, summarizer)
 
 
-def visible_profile_row(session: Session, user_id: str, profile_id: str) -> Any:
+def visible_profile_row(session: Session | Connection, user_id: str, profile_id: str) -> Any:
     """The profile's stored columns (a Core row: attribute access like the ORM row, at a
     fraction of the cost — this runs at every turn), or None if the user may not use it."""
-    row = session.connection().execute(_PROFILE, {"pid": profile_id}).first()
+    row = connection_of(session).execute(_PROFILE, {"pid": profile_id}).first()
     if row is None or not (row.shared or row.user_id == user_id):
         return None
     return row
@@ -147,20 +148,20 @@ class LazyMessages(Sequence[EngineMessage]):
 
     def __init__(
         self,
-        session: Session,
+        session: Session | Connection,
         conversation_id: str,
         tokens_column: str,
         page_size: int = PAGE_SIZE,
         bounds: tuple[int | None, int | None] | None = None,
     ) -> None:
-        self._session = session
+        self._connection = connection_of(session)  # statements run straight on the connection
         self._conversation_id = conversation_id
         self._tokens_column = tokens_column
         self._page_size = page_size
         self._pages: dict[int, list[EngineMessage]] = {}
         self._seqs: list[int] | None = None  # only after a gap was found
         if bounds is None:
-            bounds = session.connection().execute(_BOUNDS, {"cid": conversation_id}).one()
+            bounds = self._connection.execute(_BOUNDS, {"cid": conversation_id}).one()
         first, last = bounds
         self._first = first or 1
         self._length = 0 if first is None or last is None else last - first + 1
@@ -188,24 +189,20 @@ class LazyMessages(Sequence[EngineMessage]):
     def _load_page(self, page: int) -> list[EngineMessage]:
         start, stop = self._bounds(page)
         if self._seqs is None:
-            rows = (
-                self._session.connection()
-                .execute(
-                    _page_statement(self._tokens_column),
-                    {
-                        "cid": self._conversation_id,
-                        "low": self._first + start,
-                        "high": self._first + stop,
-                    },
-                )
-                .all()
-            )
+            rows = self._connection.execute(
+                _page_statement(self._tokens_column),
+                {
+                    "cid": self._conversation_id,
+                    "low": self._first + start,
+                    "high": self._first + stop,
+                },
+            ).all()
         else:
             stmt = select(*self._columns()).where(
                 Message.conversation_id == self._conversation_id,
                 Message.seq.in_(self._seqs[start:stop]),
             )
-            rows = self._session.execute(stmt.order_by(Message.seq)).all()
+            rows = self._connection.execute(stmt.order_by(Message.seq)).all()
         self.pages_loaded += 1
         if len(rows) != stop - start and self._seqs is None:
             self._use_explicit_seqs()
@@ -214,7 +211,7 @@ class LazyMessages(Sequence[EngineMessage]):
 
     def _use_explicit_seqs(self) -> None:
         self._seqs = list(
-            self._session.scalars(
+            self._connection.scalars(
                 select(Message.seq)
                 .where(Message.conversation_id == self._conversation_id)
                 .order_by(Message.seq)
@@ -257,11 +254,9 @@ class LazyMessages(Sequence[EngineMessage]):
 
     def position_of(self, message_id: str) -> int | None:
         """Index of a message id, by one indexed lookup instead of a scan."""
-        seq = (
-            self._session.connection()
-            .execute(_POSITION, {"mid": message_id, "cid": self._conversation_id})
-            .scalar()
-        )
+        seq = self._connection.execute(
+            _POSITION, {"mid": message_id, "cid": self._conversation_id}
+        ).scalar()
         if seq is None:
             return None
         if self._seqs is not None:
@@ -278,13 +273,13 @@ class LazyMessages(Sequence[EngineMessage]):
         raise ValueError("message not in conversation")
 
 
-def latest_summary(session: Session, conversation_id: str) -> Any:
+def latest_summary(session: Session | Connection, conversation_id: str) -> Any:
     """The newest summary's stored columns (a Core row, read like the ORM row), or None."""
-    return session.connection().execute(_LATEST_SUMMARY, {"cid": conversation_id}).first()
+    return connection_of(session).execute(_LATEST_SUMMARY, {"cid": conversation_id}).first()
 
 
 def load_engine_conversation(
-    session: Session,
+    session: Session | Connection,
     conversation_id: str,
     *,
     tokenizer: str = "estimate",
@@ -296,8 +291,9 @@ def load_engine_conversation(
     (``bounds``: the history's first and last ``seq`` when already read in the same
     transaction, see :func:`message_bounds`)."""
     column = column_for(tokenizer)
-    messages = LazyMessages(session, conversation_id, column, bounds=bounds)
-    summary_row = latest_summary(session, conversation_id)
+    connection = connection_of(session)
+    messages = LazyMessages(connection, conversation_id, column, bounds=bounds)
+    summary_row = latest_summary(connection, conversation_id)
     summary = None
     if summary_row is not None and messages.position_of(summary_row.through_message_id) is not None:
         # A summary whose last covered message was evicted by the quota covers nothing left.
@@ -317,11 +313,11 @@ def load_engine_conversation(
             state=f.state,
             tokens=getattr(f, column),
         )
-        for f in session.connection().execute(_FILES, {"cid": conversation_id})
+        for f in connection.execute(_FILES, {"cid": conversation_id})
     ]
     if instructions is None:
         instructions = (
-            session.scalar(
+            connection.scalar(
                 select(Conversation.instructions).where(Conversation.id == conversation_id)
             )
             or ""

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
 from chatmem import context as engine
@@ -23,6 +23,7 @@ from chatmem.context.values import Mode, Prices, Profile
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
 from chatmem.settings import Settings
+from chatmem.store.db import connection_of
 from chatmem.store.engine import load_engine_conversation, message_bounds, visible_profile_row
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
@@ -87,7 +88,7 @@ def owned_conversation_row(session: Session, user_id: str, conversation_id: str)
 
 
 def resolve_target(
-    session: Session, user_id: str, profile_id: str | None, secrets: Any = None
+    session: Session | Connection, user_id: str, profile_id: str | None, secrets: Any = None
 ) -> ModelTarget:
     """The profiles room's view of ``profile_id`` (the engine profile with its summariser's
     prices, and — when ``secrets`` is given — the endpoint with the decrypted key).  A
@@ -113,7 +114,7 @@ def resolve_target(
 
 
 def summarizer_target(
-    session: Session, user_id: str, target: ModelTarget, secrets: Any = None
+    session: Session | Connection, user_id: str, target: ModelTarget, secrets: Any = None
 ) -> ModelTarget:
     """CTX-9: the profile's cheaper summariser when it names one, else the same profile."""
     other = target.summarizer_id
@@ -150,7 +151,7 @@ CALIBRATION_TTL = 10.0
 _calibrations: dict[str, tuple[float, float]] = {}
 
 
-def calibration(session: Session, profile_id: str | None) -> float:
+def calibration(session: Session | Connection, profile_id: str | None) -> float:
     """CTX-2: reported prompt tokens / estimated ones over the profile's recent answers
     (1.0 without data).  The engine clamps it so the estimate only ever goes up."""
     if profile_id is None:
@@ -159,7 +160,7 @@ def calibration(session: Session, profile_id: str | None) -> float:
     now = time.monotonic()
     if cached is not None and cached[1] > now:
         return cached[0]
-    rows = session.connection().execute(_CALIBRATION, {"profile_id": profile_id}).all()
+    rows = connection_of(session).execute(_CALIBRATION, {"profile_id": profile_id}).all()
     reported = sum(int(r[0] or 0) for r in rows)
     estimated = sum(int(r[1] or 0) for r in rows)
     factor = engine.calibration_factor(estimated, reported)
@@ -167,7 +168,7 @@ def calibration(session: Session, profile_id: str | None) -> float:
     return factor
 
 
-def calibrated_tokenizer(session: Session, target: ModelTarget) -> Any:
+def calibrated_tokenizer(session: Session | Connection, target: ModelTarget) -> Any:
     """The profile's tokenizer, scaled up when the provider reports more than we estimate."""
     base = engine.get_tokenizer(target.engine_profile.tokenizer)
     return engine.calibrated(base, calibration(session, target.profile_id))
@@ -200,15 +201,18 @@ def load_inputs(
 ) -> TurnInputs:
     """The inputs of one model step.  With ``user_id`` the conversation must be theirs
     (STORE-1); with ``live_only`` it must not be archived either (a new turn)."""
-    row = session.connection().execute(_CONVERSATION, {"cid": conversation_id}).first()
+    # One connection for every statement below (asking the session for it each time costs
+    # more than most of the statements).
+    connection = session.connection()
+    row = connection.execute(_CONVERSATION, {"cid": conversation_id}).first()
     if row is None or (user_id is not None and row.user_id != user_id):
         raise NotFound("conversation")
     if live_only and row.archived_at is not None:
         raise NotFound("conversation")
-    target = resolve_target(session, row.user_id, profile_override or row.profile_id, secrets)
+    target = resolve_target(connection, row.user_id, profile_override or row.profile_id, secrets)
     profile = target.engine_profile
     conversation = load_engine_conversation(
-        session,
+        connection,
         conversation_id,
         tokenizer=profile.tokenizer,
         instructions=row.instructions,
@@ -223,7 +227,7 @@ def load_inputs(
             mode=mode,
             draft=draft,
             turn_start=turn_start,
-            tokenizer=calibrated_tokenizer(session, target),
+            tokenizer=calibrated_tokenizer(connection, target),
         )
         if with_plan
         else None
@@ -239,7 +243,7 @@ def load_inputs(
         plan=plan,
         tools=list(tools),
         target=target,
-        summarizer=summarizer_target(session, row.user_id, target, secrets),
+        summarizer=summarizer_target(connection, row.user_id, target, secrets),
         plan_tokens_used=int(plan.tokens.used) if plan is not None else 0,
     )
 
