@@ -64,6 +64,9 @@ class EventJournal:
         self._seq += 1
         event = RunEvent(self._seq, type_, data)
         await self._coordinator.publish(self.run_id, event)
+        # One loop turn for the watchers just woken: the events stream sends an event in a
+        # single step, before this turn parses the rest of a burst or writes its end.
+        await asyncio.sleep(0)
         self._pending.append(event)
         if event.terminal:
             await self.flush()
