@@ -125,9 +125,13 @@ class LocalCoordinator(Coordinator):
         self._logs: dict[str, _LiveLog] = {}
         self._stops: dict[str, asyncio.Event] = {}
         self._locks: dict[str, tuple[str, float]] = {}
+        self._next_prune = 0.0
 
     def _prune(self) -> None:
         now = time.monotonic()
+        if now < self._next_prune:
+            return  # a walk over every live log at most once a second, not on every call
+        self._next_prune = now + 1.0
         for run_id in [
             r
             for r, log in self._logs.items()
