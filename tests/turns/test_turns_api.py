@@ -9,6 +9,9 @@ from fastapi.testclient import TestClient
 from tests.support.model_server import FakeModelServer
 from tests.turns.conftest import Chat, make_chat
 
+from chatmem.settings import Settings
+from chatmem.web.app import create_app
+
 
 def test_turn_streams_deltas_then_done_and_stores_the_answer_TURN_1(chat: Chat) -> None:
     chat.model.reply("Hello there, friend!", usage=(120, 7))
@@ -221,3 +224,23 @@ def test_a_conversation_without_a_model_is_refused_before_storing(chat: Chat) ->
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "invalid_input"
     assert chat.messages() == []
+
+
+def test_turns_keep_the_message_quota_STORE_4(
+    turn_settings: Settings, model_server: FakeModelServer
+) -> None:
+    """A turn's question and answer are stored through the same quota as any message: the
+    oldest go, and the owner's eviction counter says how many."""
+    with TestClient(create_app(turn_settings.model_copy(update={"max_messages": 3}))) as client:
+        chat = make_chat(client, model_server)
+        model_server.reply("first answer")
+        assert chat.turn("first question")["status"] == "completed"
+        model_server.reply("second answer")
+        assert chat.turn("second question")["status"] == "completed"
+        assert [m["content"] for m in chat.messages()] == [
+            "first answer",
+            "second question",
+            "second answer",
+        ]
+        me = client.get("/api/v1/me", headers=chat.headers).json()
+        assert me["evicted"]["messages"] == 1

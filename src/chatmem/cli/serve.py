@@ -30,5 +30,7 @@ def register(app: typer.Typer) -> None:
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level.lower(),
+            # Each access-log line is built before the logger's level is checked.
+            access_log=settings.log_level.upper() in ("DEBUG", "INFO"),
             proxy_headers=False,
         )

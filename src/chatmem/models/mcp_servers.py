@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from chatmem.errors import Conflict, InvalidInput, NotFound
 from chatmem.models.secrets import SecretBox, mcp_server_aad
 from chatmem.models.ssrf import EndpointPolicy
+from chatmem.store.db import connection_of
 from chatmem.store.tables.profiles import McpServer
 from chatmem.store.types import iso, new_id
 
@@ -44,9 +45,9 @@ def list_servers(session: Session, *, enabled_only: bool = False) -> list[McpSer
 _ENABLED = select(McpServer.__table__).where(McpServer.enabled.is_(True)).order_by(McpServer.name)
 
 
-def enabled_rows(session: Session) -> list[Any]:
+def enabled_rows(session: Session | Connection) -> list[Any]:
     """The enabled servers' stored columns, for :func:`connection` at every turn."""
-    return list(session.connection().execute(_ENABLED))
+    return list(connection_of(session).execute(_ENABLED))
 
 
 def get_server(session: Session, server_id: str) -> McpServer:

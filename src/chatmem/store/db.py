@@ -75,9 +75,11 @@ class Database:
             if "poolclass" not in kwargs:
                 self._nowait_engine = create_engine(self.url, **kwargs)
                 _tune_sqlite(self._nowait_engine, busy_timeout_ms=0)
+                self._nowait_writer = self._nowait_engine.execution_options(
+                    chatmem_begin="IMMEDIATE"
+                )
                 self._nowait_sessionmaker = sessionmaker(
-                    self._nowait_engine.execution_options(chatmem_begin="IMMEDIATE"),
-                    expire_on_commit=False,
+                    self._nowait_writer, expire_on_commit=False
                 )
         self.sessionmaker: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
         # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so they
@@ -125,6 +127,15 @@ class Database:
     @property
     def can_write_nowait(self) -> bool:
         return self._nowait_engine is not None
+
+    @contextmanager
+    def connection_nowait(self) -> Iterator[Connection]:
+        """Like :meth:`session_nowait`, as a Core connection (no ORM session bookkeeping):
+        for a short unit of prepared statements on the event loop."""
+        if self._nowait_engine is None:
+            raise RuntimeError("connection_nowait needs a SQLite database file")
+        with self._nowait_writer.begin() as connection:
+            yield connection
 
     @contextmanager
     def session_nowait(self) -> Iterator[Session]:

@@ -12,13 +12,14 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import ToolCall
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store import quotas
+from chatmem.store.db import connection_of
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Message
@@ -113,7 +114,7 @@ def _insert_statements(owned: bool) -> tuple[Any, Any]:
 
 
 def insert_message(
-    session: Session,
+    session: Session | Connection,
     conversation_id: str,
     role: str,
     content: str,
@@ -151,17 +152,20 @@ def insert_message(
         "meta": meta,
         **counts_for_message(value),
     }
-    connection = session.connection()
+    connection = connection_of(session)
     if connection.execute(insert_row, params).first() is None:
         return None
     connection.execute(touch, {"conversation_id": conversation_id, "now": now})
     if limits.messages is not None:
-        owner_id = user_id or session.scalar(
+        # The quota's eviction works on rows: a session in this transaction.
+        orm = session if isinstance(session, Session) else Session(bind=connection)
+        owner_id = user_id or orm.scalar(
             select(Conversation.user_id).where(Conversation.id == conversation_id)
         )
-        owner = session.get(User, owner_id)
+        owner = orm.get(User, owner_id)
         assert owner is not None
-        quotas.enforce_message_quota(session, owner, conversation_id, limits)
+        quotas.enforce_message_quota(orm, owner, conversation_id, limits)
+        orm.flush()
     return value.id
 
 

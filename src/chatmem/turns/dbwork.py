@@ -70,8 +70,8 @@ async def quick_read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: A
 
 
 async def quick_work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """A short write on the path to the first token (``fn`` must only touch the session:
-    it may run twice).
+    """A short write on the path to the first token (``fn`` must only touch the database:
+    it may run twice, and it gets a Core ``Connection`` or a ``Session``).
 
     On SQLite it first tries on the event loop with a connection that does not wait for the
     write lock; if another writer holds it (``database is locked`` at ``BEGIN IMMEDIATE``,
@@ -79,8 +79,8 @@ async def quick_work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: A
     :func:`work` does.  Elsewhere it is :func:`work`."""
     if db.can_write_nowait:
         try:
-            with db.session_nowait() as session:
-                return fn(session, *args, **kwargs)
+            with db.connection_nowait() as connection:
+                return fn(connection, *args, **kwargs)
         except OperationalError as exc:
             if not _locked(exc):
                 raise

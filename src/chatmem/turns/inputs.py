@@ -187,7 +187,7 @@ _CONVERSATION = select(
 
 
 def load_inputs(
-    session: Session,
+    session: Session | Connection,
     conversation_id: str,
     tools: Sequence[Mapping[str, Any]] = (),
     turn_start: str | None = None,
@@ -203,7 +203,7 @@ def load_inputs(
     (STORE-1); with ``live_only`` it must not be archived either (a new turn)."""
     # One connection for every statement below (asking the session for it each time costs
     # more than most of the statements).
-    connection = session.connection()
+    connection = connection_of(session)
     row = connection.execute(_CONVERSATION, {"cid": conversation_id}).first()
     if row is None or (user_id is not None and row.user_id != user_id):
         raise NotFound("conversation")
@@ -249,7 +249,7 @@ def load_inputs(
 
 
 def store_message(
-    session: Session,
+    session: Session | Connection,
     conversation_id: str,
     role: str,
     content: str,

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import NotFound
+from chatmem.store.db import connection_of
 from chatmem.store.tables.runs import Run, RunEventRow, ToolCallRow, UsageRow
 from chatmem.store.types import iso, new_id, utcnow
 from chatmem.turns.events import RunEvent
@@ -90,7 +91,7 @@ _FINISH = (
 
 
 def start_run(
-    session: Session,
+    session: Session | Connection,
     *,
     user_id: str,
     conversation_id: str,
@@ -104,7 +105,7 @@ def start_run(
     the way to the first token, where building a statement costs more than the insert)."""
     now = utcnow()
     run_id = run_id or new_id()
-    session.connection().execute(
+    connection_of(session).execute(
         _INSERT_RUN,
         {
             "id": run_id,
@@ -298,7 +299,7 @@ def conversation_cost(session: Session, conversation_id: str) -> float:
     return float(value or 0.0)
 
 
-def spent_since(session: Session, user_id: str, since: datetime) -> float:
+def spent_since(session: Session | Connection, user_id: str, since: datetime) -> float:
     value = session.scalar(
         select(func.coalesce(func.sum(UsageRow.cost), 0.0)).where(
             UsageRow.user_id == user_id, UsageRow.created_at >= since

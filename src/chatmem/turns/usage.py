@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InsufficientCredits
@@ -30,7 +30,9 @@ def _limit(settings: Settings, name: str) -> float | None:
     return float(value) if value is not None else None
 
 
-def usage_summary(session: Session, user_id: str, settings: Settings) -> dict[str, Any]:
+def usage_summary(
+    session: Session | Connection, user_id: str, settings: Settings
+) -> dict[str, Any]:
     now = utcnow()
     hours = float(getattr(settings, "usage_session_hours", 5.0) or 5.0)
     session_spent = runs.spent_since(session, user_id, now - timedelta(hours=hours))
@@ -114,7 +116,7 @@ def request_extension(session: Session, user_id: str, settings: Settings) -> dic
     }
 
 
-def fallback_profile(session: Session, user_id: str, settings: Settings) -> str | None:
+def fallback_profile(session: Session | Connection, user_id: str, settings: Settings) -> str | None:
     """USE-3: when the included usage is used up, turns answer with the fallback profile."""
     fallback = getattr(settings, "usage_fallback_profile_id", None)
     if not fallback:
