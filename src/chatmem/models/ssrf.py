@@ -441,6 +441,7 @@ class SafeTransport(httpx.AsyncHTTPTransport):
         ctx = ssl_context or ssl.create_default_context(cafile=certifi.where())
         super().__init__(verify=ctx, trust_env=False, limits=limits)
         self._policy = policy
+        self._passed: set[str] = set()
         # Same pool httpx would build, with our network backend.  No proxy, ever.
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ctx,
@@ -452,8 +453,15 @@ class SafeTransport(httpx.AsyncHTTPTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         # The syntactic rules (scheme, user-info, numeric hosts) apply to every request URL,
-        # not only the one that was saved; the backend then checks the addresses.
-        self._policy.check_syntax(str(request.url))
+        # not only the one that was saved; the backend then checks the addresses.  A URL
+        # that passed is remembered (the check is pure syntax): a model endpoint is called
+        # with the same URL at every step of every turn.
+        url = str(request.url)
+        if url not in self._passed:
+            self._policy.check_syntax(url)
+            if len(self._passed) >= 256:
+                self._passed.clear()
+            self._passed.add(url)
         return await super().handle_async_request(request)
 
 
