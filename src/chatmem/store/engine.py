@@ -99,6 +99,24 @@ def message_bounds(conversation_id: Any) -> tuple[Any, Any]:
 
 
 _BOUNDS = select(*message_bounds(bindparam("cid")))
+
+
+def conversation_extras(conversation_id: Any) -> tuple[Any, Any]:
+    """Whether a conversation has a summary and files, as two columns (``summaries``,
+    ``files``: counts) to select with its row — a short conversation has neither, and then
+    :func:`load_engine_conversation` need not ask."""
+    return (
+        select(func.count(Summary.id))
+        .where(Summary.conversation_id == conversation_id)
+        .scalar_subquery()
+        .label("summaries"),
+        select(func.count(File.id))
+        .where(File.conversation_id == conversation_id)
+        .scalar_subquery()
+        .label("files"),
+    )
+
+
 _PROFILE = select(ModelProfile.__table__).where(ModelProfile.id == bindparam("pid"))
 _LATEST_SUMMARY = (
     select(Summary.__table__)
@@ -286,14 +304,19 @@ def load_engine_conversation(
     instructions: str | None = None,
     tools: Sequence[dict[str, Any]] = (),
     bounds: tuple[int | None, int | None] | None = None,
+    has_summary: bool = True,
+    has_files: bool = True,
 ) -> EngineConversation:
-    """The engine's view of a stored conversation, with counts for ``tokenizer``
-    (``bounds``: the history's first and last ``seq`` when already read in the same
-    transaction, see :func:`message_bounds`)."""
+    """The engine's view of a stored conversation, with counts for ``tokenizer``.
+
+    What the caller already read in the same transaction saves a statement each:
+    ``bounds``, the history's first and last ``seq`` (:func:`message_bounds`);
+    ``has_summary``/``has_files`` False when the conversation has none
+    (:func:`conversation_extras`)."""
     column = column_for(tokenizer)
     connection = connection_of(session)
     messages = LazyMessages(connection, conversation_id, column, bounds=bounds)
-    summary_row = latest_summary(connection, conversation_id)
+    summary_row = latest_summary(connection, conversation_id) if has_summary else None
     summary = None
     if summary_row is not None and messages.position_of(summary_row.through_message_id) is not None:
         # A summary whose last covered message was evicted by the quota covers nothing left.
@@ -313,7 +336,7 @@ def load_engine_conversation(
             state=f.state,
             tokens=getattr(f, column),
         )
-        for f in connection.execute(_FILES, {"cid": conversation_id})
+        for f in (connection.execute(_FILES, {"cid": conversation_id}) if has_files else ())
     ]
     if instructions is None:
         instructions = (

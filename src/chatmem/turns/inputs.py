@@ -24,7 +24,12 @@ from chatmem.errors import InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
 from chatmem.settings import Settings
 from chatmem.store.db import connection_of
-from chatmem.store.engine import load_engine_conversation, message_bounds, visible_profile_row
+from chatmem.store.engine import (
+    conversation_extras,
+    load_engine_conversation,
+    message_bounds,
+    visible_profile_row,
+)
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import Conversation
@@ -174,8 +179,8 @@ def calibrated_tokenizer(session: Session | Connection, target: ModelTarget) -> 
     return engine.calibrated(base, calibration(session, target.profile_id))
 
 
-# The conversation's own columns and where its history starts and ends, read at every step
-# in one statement (a Core row, read like the ORM row).
+# The conversation's own columns, where its history starts and ends, and whether it has a
+# summary or files, read at every step in one statement (a Core row, read like the ORM row).
 _CONVERSATION = select(
     Conversation.user_id,
     Conversation.profile_id,
@@ -183,6 +188,7 @@ _CONVERSATION = select(
     Conversation.instructions,
     Conversation.archived_at,
     *message_bounds(bindparam("cid")),
+    *conversation_extras(bindparam("cid")),
 ).where(Conversation.id == bindparam("cid"))
 
 
@@ -218,6 +224,8 @@ def load_inputs(
         instructions=row.instructions,
         tools=[dict(t) for t in tools],
         bounds=(row.first_seq, row.last_seq),
+        has_summary=bool(row.summaries),
+        has_files=bool(row.files),
     )
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
     plan = (
