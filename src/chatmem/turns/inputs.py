@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from chatmem import context as engine
@@ -33,6 +33,7 @@ from chatmem.store.engine import (
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import Conversation
+from chatmem.store.tables.profiles import McpServer
 from chatmem.store.tables.runs import UsageRow
 
 
@@ -60,6 +61,9 @@ class TurnInputs:
     summarizer: ModelTarget
     #: The plan's ``used`` tokens (the estimate the ledger compares with reported usage).
     plan_tokens_used: int = 0
+    #: How many MCP servers are enabled (read with the conversation): none, and a new turn
+    #: need not list them.
+    mcp_servers: int = 0
 
     @property
     def profile(self) -> Profile:
@@ -189,6 +193,10 @@ _CONVERSATION = select(
     Conversation.archived_at,
     *message_bounds(bindparam("cid")),
     *conversation_extras(bindparam("cid")),
+    select(func.count(McpServer.id))
+    .where(McpServer.enabled.is_(True))
+    .scalar_subquery()
+    .label("mcp_servers"),
 ).where(Conversation.id == bindparam("cid"))
 
 
@@ -253,6 +261,7 @@ def load_inputs(
         target=target,
         summarizer=summarizer_target(connection, row.user_id, target, secrets),
         plan_tokens_used=int(plan.tokens.used) if plan is not None else 0,
+        mcp_servers=int(row.mcp_servers or 0),
     )
 
 

@@ -317,7 +317,9 @@ class TurnService:
             secrets=self.secrets,
             live_only=True,
         )
-        servers = load_mcp_servers(session, self.settings, self.secrets)
+        servers = (
+            load_mcp_servers(session, self.settings, self.secrets) if inputs.mcp_servers else []
+        )
         if inputs.target.profile_id is None:
             # Refused before anything is stored: a turn without a model can only fail.
             raise InvalidInput("This conversation has no model: choose a model profile first.")
