@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, cast
 
 from sqlalchemy import Connection, bindparam, func, select
@@ -33,7 +34,7 @@ from chatmem.store.engine import (
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import Conversation
-from chatmem.store.tables.profiles import McpServer
+from chatmem.store.tables.profiles import McpServer, ModelProfile
 from chatmem.store.tables.runs import UsageRow
 
 
@@ -97,16 +98,25 @@ def owned_conversation_row(session: Session, user_id: str, conversation_id: str)
 
 
 def resolve_target(
-    session: Session | Connection, user_id: str, profile_id: str | None, secrets: Any = None
+    session: Session | Connection,
+    user_id: str,
+    profile_id: str | None,
+    secrets: Any = None,
+    *,
+    read: Any = None,
 ) -> ModelTarget:
     """The profiles room's view of ``profile_id`` (the engine profile with its summariser's
     prices, and — when ``secrets`` is given — the endpoint with the decrypted key).  A
-    conversation without a profile, or whose profile is gone, plans with the defaults."""
+    conversation without a profile, or whose profile is gone, plans with the defaults.
+    ``read``: the profile's columns when already read (:func:`load_inputs`)."""
     if profile_id is None:
         return ModelTarget(None, None, None, Profile())
     from chatmem.models import profiles
 
-    row = visible_profile_row(session, user_id, profile_id)
+    if read is not None:
+        row = read if read.shared or read.user_id == user_id else None
+    else:
+        row = visible_profile_row(session, user_id, profile_id)
     if row is None:
         return ModelTarget(None, None, None, Profile())
     summarizer = None
@@ -183,21 +193,37 @@ def calibrated_tokenizer(session: Session | Connection, target: ModelTarget) -> 
     return engine.calibrated(base, calibration(session, target.profile_id))
 
 
-# The conversation's own columns, where its history starts and ends, and whether it has a
-# summary or files, read at every step in one statement (a Core row, read like the ORM row).
-_CONVERSATION = select(
-    Conversation.user_id,
-    Conversation.profile_id,
-    Conversation.mode,
-    Conversation.instructions,
-    Conversation.archived_at,
-    *message_bounds(bindparam("cid")),
-    *conversation_extras(bindparam("cid")),
-    select(func.count(McpServer.id))
-    .where(McpServer.enabled.is_(True))
-    .scalar_subquery()
-    .label("mcp_servers"),
-).where(Conversation.id == bindparam("cid"))
+# Everything a step reads about the conversation, in one statement: its own columns, where
+# its history starts and ends, whether it has a summary or files, whether any MCP server is
+# enabled, and its model profile (a Core row, read like the ORM row).
+_CONVERSATION = (
+    select(
+        Conversation.user_id,
+        Conversation.profile_id,
+        Conversation.mode,
+        Conversation.instructions,
+        Conversation.archived_at,
+        *message_bounds(bindparam("cid")),
+        *conversation_extras(bindparam("cid")),
+        select(func.count(McpServer.id))
+        .where(McpServer.enabled.is_(True))
+        .scalar_subquery()
+        .label("mcp_servers"),
+        # The conversation's profile, read with it (``p_`` + the profile's column names).
+        *(column.label(f"p_{column.name}") for column in ModelProfile.__table__.c),
+    )
+    .outerjoin(ModelProfile, ModelProfile.id == Conversation.profile_id)
+    .where(Conversation.id == bindparam("cid"))
+)
+_PROFILE_FIELDS = tuple(column.name for column in ModelProfile.__table__.c)
+
+
+def _profile_read(row: Any) -> Any:
+    """The conversation's profile as read with it (None when it has none, or it is gone)."""
+    mapping = row._mapping
+    if mapping["p_id"] is None:
+        return None
+    return SimpleNamespace(**{name: mapping[f"p_{name}"] for name in _PROFILE_FIELDS})
 
 
 def load_inputs(
@@ -223,7 +249,12 @@ def load_inputs(
         raise NotFound("conversation")
     if live_only and row.archived_at is not None:
         raise NotFound("conversation")
-    target = resolve_target(connection, row.user_id, profile_override or row.profile_id, secrets)
+    if profile_override is None or profile_override == row.profile_id:
+        target = resolve_target(
+            connection, row.user_id, row.profile_id, secrets, read=_profile_read(row)
+        )
+    else:
+        target = resolve_target(connection, row.user_id, profile_override, secrets)
     profile = target.engine_profile
     conversation = load_engine_conversation(
         connection,
