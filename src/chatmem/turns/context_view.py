@@ -18,14 +18,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy.orm import Session, aliased
 
 from chatmem import context as engine
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import Mode
 from chatmem.errors import NotFound
+from chatmem.store.db import connection_of
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
+from chatmem.store.tables.profiles import ModelProfile
+from chatmem.store.tables.runs import UsageRow
 from chatmem.turns.inputs import calibrated_tokenizer, resolve_target
 
 
@@ -93,40 +96,53 @@ class ContextCache:
                 self._items.popitem(last=False)
 
 
-def _version_key(session: Session, row: Conversation) -> tuple[Any, ...]:
-    """Everything a plan depends on, in one round trip: the history's end, the summary
-    version, the files, the profile (and its summariser) as last changed, and the newest
-    ledger row of the profile (calibration, CTX-2)."""
-    from chatmem.store.tables.profiles import ModelProfile
-    from chatmem.store.tables.runs import UsageRow
+def _scalar(query: Any) -> Any:
+    return query.scalar_subquery()
 
-    def scalar(query: Any) -> Any:
-        return query.scalar_subquery()
 
-    summarizer_id = scalar(
-        select(ModelProfile.summarizer_profile_id).where(ModelProfile.id == row.profile_id)
-    )
-    values = session.execute(
-        select(
-            scalar(select(func.max(Message.seq)).where(Message.conversation_id == row.id)),
-            scalar(select(func.max(Summary.version)).where(Summary.conversation_id == row.id)),
-            scalar(select(func.count(File.id)).where(File.conversation_id == row.id)),
-            scalar(select(func.max(File.created_at)).where(File.conversation_id == row.id)),
-            scalar(select(ModelProfile.updated_at).where(ModelProfile.id == row.profile_id)),
-            scalar(select(ModelProfile.updated_at).where(ModelProfile.id == summarizer_id)),
-            scalar(select(func.max(UsageRow.num)).where(UsageRow.profile_id == row.profile_id)),
+_Summariser = aliased(ModelProfile)
+# The conversation and everything a plan depends on, in one prepared statement (built once:
+# building it costs more than running it, at every keystroke).  The history's end, the
+# summary version, the files, the profile (and its summariser) as last changed, and the
+# newest ledger row of the profile (calibration, CTX-2).
+_VERSION = select(
+    Conversation.user_id,
+    Conversation.archived_at,
+    Conversation.updated_at,
+    Conversation.mode,
+    Conversation.profile_id,
+    _scalar(select(func.max(Message.seq)).where(Message.conversation_id == Conversation.id)),
+    _scalar(select(func.max(Summary.version)).where(Summary.conversation_id == Conversation.id)),
+    _scalar(select(func.count(File.id)).where(File.conversation_id == Conversation.id)),
+    _scalar(select(func.max(File.created_at)).where(File.conversation_id == Conversation.id)),
+    _scalar(select(ModelProfile.updated_at).where(ModelProfile.id == Conversation.profile_id)),
+    _scalar(
+        select(_Summariser.updated_at).where(
+            _Summariser.id
+            == _scalar(
+                select(ModelProfile.summarizer_profile_id)
+                .where(ModelProfile.id == Conversation.profile_id)
+                .correlate(Conversation)
+            )
         )
-    ).one()
+    ),
+    _scalar(select(func.max(UsageRow.num)).where(UsageRow.profile_id == Conversation.profile_id)),
+).where(Conversation.id == bindparam("cid"))
+_FILE_STATES = select(File.id, File.state, File.message_id).where(
+    File.conversation_id == bindparam("cid")
+)
+
+
+def _version_key(connection: Connection, conversation_id: str) -> tuple[Any, tuple[Any, ...]]:
+    """The conversation's row (None if it does not exist) and the plan's cache key."""
+    row = connection.execute(_VERSION, {"cid": conversation_id}).first()
+    if row is None:
+        return None, ()
+    values = tuple(row)[5:]
     file_states = (
-        tuple(
-            session.execute(
-                select(File.id, File.state, File.message_id).where(File.conversation_id == row.id)
-            ).all()
-        )
-        if values[2]
-        else ()
+        tuple(connection.execute(_FILE_STATES, {"cid": conversation_id}).all()) if values[2] else ()
     )
-    return (row.updated_at, row.mode, row.profile_id, *values, file_states)
+    return row, (row.updated_at, row.mode, row.profile_id, *values, file_states)
 
 
 def plan_for(
@@ -137,19 +153,17 @@ def plan_for(
     draft: str | None,
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    row = session.get(Conversation, conversation_id)
+    connection = connection_of(session)
+    row, version = _version_key(connection, conversation_id)
     if row is None or row.user_id != user_id or row.archived_at is not None:
         raise NotFound("conversation")
-    key = (
-        *_version_key(session, row),
-        tuple(t.get("function", {}).get("name", "") for t in tools),
-    )
+    key = (*version, tuple(t.get("function", {}).get("name", "") for t in tools))
     # The profile view and the calibrated tokenizer change only with the key's profile and
     # ledger parts: resolved once per key, not per keystroke.
     resolved = cache.get_target(conversation_id, key)
     if resolved is None:
-        target = resolve_target(session, user_id, row.profile_id)
-        resolved = (target, calibrated_tokenizer(session, target))
+        target = resolve_target(connection, user_id, row.profile_id)
+        resolved = (target, calibrated_tokenizer(connection, target))
         cache.put_target(conversation_id, key, resolved)
     target, tokenizer = resolved
     profile = target.engine_profile
@@ -158,7 +172,10 @@ def plan_for(
         from chatmem.store.engine import load_engine_conversation
 
         lazy = load_engine_conversation(
-            session, conversation_id, tokenizer=profile.tokenizer, tools=[dict(t) for t in tools]
+            connection,
+            conversation_id,
+            tokenizer=profile.tokenizer,
+            tools=[dict(t) for t in tools],
         )
         conversation = replace(lazy, messages=tuple(lazy.messages), files=tuple(lazy.files))
         cache.put(conversation_id, key, conversation)

@@ -8,24 +8,33 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from chatmem.turns.context_view import plan_bytes, plan_for
-from chatmem.web.deps import CurrentUser, DbSession
+from chatmem.turns.dbwork import read
+from chatmem.web.api.routes.turns import UserId
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["context"])
 
 
 @router.get("/{conversation_id}/context")
-def get_context(
+async def get_context(
     conversation_id: str,
     request: Request,
-    user: CurrentUser,
-    session: DbSession,
+    user_id: UserId,
     draft: Annotated[str | None, Query(max_length=1_000_000)] = None,
 ) -> Response:
     """What goes into the next request (CONTRACT plan JSON); the draft counts as the newest
-    user message.  Served from a per-conversation cache: history is not re-read."""
+    user message.  Served from a per-conversation cache: history is not re-read.
+
+    Called on every keystroke: one read unit in one worker-thread hop (a plain route would
+    hop for each dependency), with the remembered credentials of the turn routes."""
     turns = request.app.state.turns
-    body = plan_for(
-        session, turns.context_cache, user.id, conversation_id, draft, turns.known_tools
+    body = await read(
+        request.app.state.db,
+        plan_for,
+        turns.context_cache,
+        user_id,
+        conversation_id,
+        draft,
+        turns.known_tools,
     )
     # Serialised directly (the generic encoder walks 10,000 statuses one by one), with the
     # status map encoded once per plan.
