@@ -64,3 +64,57 @@ def test_the_plan_follows_new_messages_and_exclusions(chat: Chat) -> None:
     third = chat.client.get(url, headers=chat.headers).json()
     assert third["status"][target] == "excluded"
     assert third == _fresh_plan(chat, "", "full")
+
+
+def test_the_plan_follows_a_change_of_the_summarisers_prices_CTX_9(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    """The summariser is another profile: a change to it invalidates the cached plan (its
+    prices are the compaction's), for this conversation and no other."""
+    chat = make_chat(
+        turn_client,
+        model_server,
+        profile={
+            "context_window": 8192,
+            "input_price_per_mtok": 3.0,
+            "output_price_per_mtok": 15.0,
+        },
+    )
+    other = make_chat(turn_client, model_server, name="bob")  # another user's conversation
+    seed_pairs(chat, 400)  # past the compaction threshold
+    seed_pairs(other, 2)
+    cheap = turn_client.post(
+        "/api/v1/profiles",
+        json={
+            "name": "cheap summariser",
+            "base_url": model_server.base_url,
+            "model": "fake-small",
+            "input_price_per_mtok": 0.1,
+            "output_price_per_mtok": 0.4,
+        },
+        headers=chat.headers,
+    ).json()["id"]
+    patched = turn_client.patch(
+        f"/api/v1/profiles/{chat.profile_id}",
+        json={"summarizer_profile_id": cheap},
+        headers=chat.headers,
+    )
+    assert patched.status_code == 200, patched.text
+    url = f"/api/v1/conversations/{chat.conversation_id}/context"
+    before = turn_client.get(url, headers=chat.headers).json()
+    assert before == _fresh_plan(chat, "", "full")
+    assert (
+        turn_client.get(
+            f"/api/v1/conversations/{other.conversation_id}/context", headers=other.headers
+        ).status_code
+        == 200
+    )
+    repriced = turn_client.patch(
+        f"/api/v1/profiles/{cheap}",
+        json={"input_price_per_mtok": 1.0, "output_price_per_mtok": 5.0},
+        headers=chat.headers,
+    )
+    assert repriced.status_code == 200, repriced.text
+    after = turn_client.get(url, headers=chat.headers).json()
+    assert after == _fresh_plan(chat, "", "full")
+    assert after != before
