@@ -1,9 +1,8 @@
 """The event journal: live first, stored in order in background batches, complete at every
-checkpoint (TURN-6), and nothing stored for a turn whose admission failed (TURN-1)."""
+checkpoint (TURN-6)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -98,34 +97,6 @@ async def test_a_failed_background_write_surfaces_at_the_checkpoint_and_is_writt
     await journal.emit("delta", {"text": "c"})
     await journal.flush()
     assert _stored(db, run_id) == [(1, "delta"), (2, "delta"), (3, "delta")]
-
-
-async def test_a_turn_whose_admission_failed_stores_nothing_TURN_1(db: Database) -> None:
-    user_id, conversation_id = _conversation(db)
-    run_id = _new_run(db, user_id, conversation_id)  # stands for a run id never stored
-    admission: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    journal = EventJournal(run_id, db, LocalCoordinator(), flush_size=1, admission=admission)
-    await journal.emit("delta", {"text": "early"})
-    await asyncio.sleep(0.05)
-    assert _stored(db, run_id) == []  # waits for the admission
-    admission.set_result(False)
-    await journal.flush()
-    assert _stored(db, run_id) == []
-
-
-async def test_a_turn_started_before_its_admission_committed_stores_after_it(
-    db: Database,
-) -> None:
-    user_id, conversation_id = _conversation(db)
-    run_id = _new_run(db, user_id, conversation_id)
-    admission: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    journal = EventJournal(run_id, db, LocalCoordinator(), flush_size=1, admission=admission)
-    await journal.emit("delta", {"text": "early"})
-    await asyncio.sleep(0.05)
-    assert _stored(db, run_id) == []
-    admission.set_result(True)
-    await journal.flush()
-    assert _stored(db, run_id) == [(1, "delta")]
 
 
 async def _until(coordinator: LocalCoordinator, run_id: str, last: int) -> AsyncIterator[RunEvent]:

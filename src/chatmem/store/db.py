@@ -67,7 +67,7 @@ class Database:
             raise ConfigurationError(f"Unsupported database backend: {self.dialect}")
         self.engine: Engine = create_engine(self.url, **kwargs)
         #: SQLite only: connections that never wait for the write lock (see
-        #: :meth:`session_nowait`).  Not for an in-memory database, which is one shared
+        #: :meth:`connection_nowait`).  Not for an in-memory database, which is one shared
         #: connection.
         self._nowait_engine: Engine | None = None
         if self.dialect == "sqlite":
@@ -77,9 +77,6 @@ class Database:
                 _tune_sqlite(self._nowait_engine, busy_timeout_ms=0)
                 self._nowait_writer = self._nowait_engine.execution_options(
                     chatmem_begin="IMMEDIATE"
-                )
-                self._nowait_sessionmaker = sessionmaker(
-                    self._nowait_writer, expire_on_commit=False
                 )
         self.sessionmaker: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
         # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so they
@@ -130,29 +127,14 @@ class Database:
 
     @contextmanager
     def connection_nowait(self) -> Iterator[Connection]:
-        """Like :meth:`session_nowait`, as a Core connection (no ORM session bookkeeping):
-        for a short unit of prepared statements on the event loop."""
+        """A writer unit on a Core connection that takes the SQLite write lock now or fails
+        at once with ``database is locked`` (busy timeout 0): for a short unit of prepared
+        statements run on the event loop, which must not sit in the busy handler — the
+        caller retries elsewhere.  Committed when the block ends normally."""
         if self._nowait_engine is None:
             raise RuntimeError("connection_nowait needs a SQLite database file")
         with self._nowait_writer.begin() as connection:
             yield connection
-
-    @contextmanager
-    def session_nowait(self) -> Iterator[Session]:
-        """A writer unit that takes the SQLite write lock now or fails at once with
-        ``database is locked`` (busy timeout 0) — for a short unit run on the event loop,
-        which must not sit in the busy handler; the caller retries elsewhere."""
-        if self._nowait_engine is None:
-            raise RuntimeError("session_nowait needs a SQLite database file")
-        session = self._nowait_sessionmaker()
-        try:
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
-        finally:
-            session.close()
 
     def migrate(self) -> None:
         """Apply every Alembic revision up to head (idempotent)."""

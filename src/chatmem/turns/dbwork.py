@@ -1,9 +1,13 @@
-"""Short units of database work for the async turn code, run in a worker thread.
+"""Short units of database work for the async turn code.
 
 Each unit is one writer transaction (``Database.session(write=True)``: on SQLite it holds the
 write lock from its first statement, so concurrent turns queue instead of failing on a stale
-read snapshot).  A unit that still meets ``database is locked`` is retried a few times — the
-failed attempt was rolled back whole, so a retry is safe.
+read snapshot), run in a worker thread.  A unit that still meets ``database is locked`` is
+retried a few times — the failed attempt was rolled back whole, so a retry is safe.
+
+:func:`quick_work` is the exception, for the unit on the way to the first token: on SQLite it
+runs on the event loop when the write lock is free at once (a thread hop costs more than the
+unit), and goes to a worker thread only when it would have to wait.
 """
 
 from __future__ import annotations
@@ -57,18 +61,6 @@ async def read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) ->
     return await anyio.to_thread.run_sync(lambda: work_sync(db, fn, *args, _write=False, **kwargs))
 
 
-async def quick_read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """A short read on the path to the first token.
-
-    On SQLite it runs right here on the event loop: a WAL reader never waits for a writer, a
-    unit of a few indexed queries takes about a millisecond, and the hop to a worker thread
-    and back costs as much again (two GIL hand-overs).  On PostgreSQL each query is a
-    network round trip, so it goes to a worker thread like any other unit."""
-    if db.is_sqlite:
-        return work_sync(db, fn, *args, _write=False, **kwargs)
-    return await read(db, fn, *args, **kwargs)
-
-
 async def quick_work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """A short write on the path to the first token (``fn`` must only touch the database:
     it may run twice, and it gets a Core ``Connection`` or a ``Session``).
@@ -87,4 +79,4 @@ async def quick_work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: A
     return await work(db, fn, *args, **kwargs)
 
 
-__all__ = ["Session", "quick_read", "quick_work", "read", "work", "work_sync"]
+__all__ = ["Session", "quick_work", "read", "work", "work_sync"]

@@ -41,7 +41,6 @@ class EventJournal:
         start_seq: int = 0,
         flush_size: int = 64,
         flush_interval: float = 0.1,
-        admission: asyncio.Future[bool] | None = None,
     ) -> None:
         self.run_id = run_id
         self._db = db
@@ -52,9 +51,6 @@ class EventJournal:
         self._flush_interval = flush_interval
         self._last_flush = time.monotonic()
         self._writer: asyncio.Task[None] | None = None
-        #: A turn started before its run was stored stores nothing until the admission
-        #: committed (True); if it failed (False) there is no run to store events for.
-        self._admission = admission
 
     @property
     def seq(self) -> int:
@@ -89,16 +85,7 @@ class EventJournal:
             self._write_pending(), name=f"chatmem-journal-{self.run_id}"
         )
 
-    async def admitted(self) -> bool:
-        """Waits for the run's admission; False when it failed (nothing may be stored)."""
-        if self._admission is None:
-            return True
-        return await asyncio.shield(self._admission)
-
     async def _write_pending(self) -> None:
-        if not await self.admitted():
-            self._pending.clear()
-            return
         batch, self._pending = self._pending, []
         if not batch:
             return
@@ -122,9 +109,6 @@ class EventJournal:
             await writer  # a background write's failure surfaces here, at a checkpoint
         if also is None:
             await self._write_pending()
-            return None
-        if not await self.admitted():
-            self._pending.clear()
             return None
         batch, self._pending = self._pending, []
         if batch:
@@ -157,4 +141,4 @@ class EventJournal:
                 self._seq -= 1
             raise
         await self._coordinator.publish(self.run_id, event)
-        return cast(T, result)  # None only when the run was never admitted
+        return cast(T, result)

@@ -124,11 +124,6 @@ class TurnRunner:
 
     # -- helpers ----------------------------------------------------------------------------
     async def _db_call(self, fn: Callable[..., T], *args: Any) -> T:
-        # A turn started while its admission was still storing the message and the run
-        # (``TurnService.submit``) writes nothing before that committed.
-        if not await self._journal.admitted():
-            # Never stored: the service cancels this turn; nothing may be written for it.
-            raise asyncio.CancelledError
         return await work(self._db, fn, *args)
 
     async def _race_stop(self, awaitable: Awaitable[T]) -> T:
