@@ -33,11 +33,10 @@ import httpx  # noqa: E402
 import uvicorn  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 from tests.support.model_server import FakeModelServer  # noqa: E402
-from tests.support.serve import ServeProcess, model_server_process  # noqa: E402
+from tests.support.serve import ServeProcess, fake_profile, model_server_process  # noqa: E402
 
 from chatmem.settings import Settings  # noqa: E402
 from chatmem.store import accounts  # noqa: E402
-from chatmem.store.db import Database  # noqa: E402
 from chatmem.store.messages import append_message  # noqa: E402
 from chatmem.store.tables.conversations import Conversation, Message  # noqa: E402
 from chatmem.store.tables.runs import Run, RunEventRow, UsageRow  # noqa: E402
@@ -127,27 +126,12 @@ def bench_ttft(turns: int = 200) -> None:
         server.start()
         try:
             model.set_default_reply("one two three")
-            db = Database(server.database_url)
-            with db.session() as session:
-                user = accounts.create_user(session, "bench", password=None)
-                token = accounts.create_api_token(session, user, label="bench")
-            db.dispose()
-            headers = {"Authorization": f"Bearer {token}"}
-            with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
-                profile = client.post(
-                    "/api/v1/profiles",
-                    json={
-                        "name": "fake",
-                        "base_url": model.base_url,
-                        "model": "fake-model",
-                        "free": True,
-                    },
-                )
-                profile.raise_for_status()
+            with server.signed_in("bench") as client:
+                profile_id = fake_profile(client, model.base_url)
                 conversations = [
                     client.post(
                         "/api/v1/conversations",
-                        json={"title": "bench", "profile_id": profile.json()["id"]},
+                        json={"title": "bench", "profile_id": profile_id},
                     ).json()["id"]
                     for _ in range(turns + 1)
                 ]

@@ -19,6 +19,9 @@ from pathlib import Path
 import httpx
 from tests.support.model_server import RemoteModelServer
 
+from chatmem.store import accounts
+from chatmem.store.db import Database
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -68,6 +71,20 @@ class ServeProcess:
             self.extra_env.get("CHATMEM_DATABASE_URL") or f"sqlite:///{self.state / 'chatmem.db'}"
         )
 
+    def signed_in(self, name: str, *, admin: bool = False) -> httpx.Client:
+        """A user created directly in the server's database, and an API client acting as
+        them (Bearer token)."""
+        db = Database(self.database_url)
+        try:
+            with db.session() as session:
+                user = accounts.create_user(session, name, password=None, is_admin=admin)
+                token = accounts.create_api_token(session, user, label="test")
+        finally:
+            db.dispose()
+        return httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHATMEM_")}
         env.update(
@@ -106,3 +123,13 @@ class ServeProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+
+
+def fake_profile(api: httpx.Client, model_base_url: str) -> str:
+    """A free model profile on the fake model server; returns its id."""
+    response = api.post(
+        "/api/v1/profiles",
+        json={"name": "fake", "base_url": model_base_url, "model": "fake-model", "free": True},
+    )
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])

@@ -18,10 +18,9 @@ import httpx
 import pytest
 from sqlalchemy import select
 from tests.support.mcp_server import McpServerProcess, running_mcp_server
-from tests.support.serve import ServeProcess, model_server_process
+from tests.support.serve import ServeProcess, fake_profile, model_server_process
 from tests.turns.conftest import parse_sse
 
-from chatmem.store import accounts
 from chatmem.store.db import Database
 from chatmem.store.tables.conversations import Message
 from chatmem.store.tables.runs import ToolCallRow
@@ -37,22 +36,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with model_server_process() as model, running_mcp_server(token="mcp-secret") as mcp:
         server.start()
         try:
-            db = Database(f"sqlite:///{state / 'chatmem.db'}")
-            with db.session() as session:
-                admin = accounts.create_user(session, "root", password=None, is_admin=True)
-                token = accounts.create_api_token(session, admin, label="test")
-            headers = {"Authorization": f"Bearer {token}"}
-            api = httpx.Client(base_url=server.url, headers=headers, timeout=30)
-            profile = api.post(
-                "/api/v1/profiles",
-                json={
-                    "name": "fake",
-                    "base_url": model.base_url,
-                    "model": "fake-model",
-                    "free": True,
-                },
-            )
-            assert profile.status_code == 201, profile.text
+            db = Database(server.database_url)
+            api = server.signed_in("root", admin=True)
+            profile_id = fake_profile(api, model.base_url)
             created = api.post(
                 "/api/v1/mcp-servers",
                 json={
@@ -68,7 +54,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "mcp": mcp,
                 "api": api,
                 "db": db,
-                "profile_id": profile.json()["id"],
+                "profile_id": profile_id,
             }
             api.close()
             db.dispose()

@@ -348,32 +348,9 @@ class TurnService:
         run_id: str,
         message_id: str,
     ) -> tuple[TurnInputs, list[Any]]:
+        """One transaction: :meth:`_prepare`, then the user's message (with its files) and the
+        ``running`` run."""
         inputs, servers = self._prepare(session, user_id, conversation_id, content, file_ids)
-        self._record(
-            session,
-            user_id,
-            conversation_id,
-            content,
-            file_ids,
-            idempotency_key,
-            run_id=run_id,
-            message_id=message_id,
-        )
-        return inputs, servers
-
-    def _record(
-        self,
-        session: Any,
-        user_id: str,
-        conversation_id: str,
-        content: str,
-        file_ids: list[str],
-        idempotency_key: str | None,
-        *,
-        run_id: str,
-        message_id: str,
-    ) -> None:
-        """One transaction: the user's message (with its files) and the ``running`` run."""
         stored = insert_message(
             session,
             conversation_id,
@@ -396,6 +373,7 @@ class TurnService:
             replica_id=self.coordinator.replica_id,
             idempotency_key=idempotency_key,
         )
+        return inputs, servers
 
     async def _run(self, job: TurnJob) -> None:
         try:
