@@ -8,9 +8,12 @@ that walks only the recent tail of a 10,000-message conversation reads one or tw
 pages, not the history.  It relies on the
 ``seq`` invariant in :mod:`chatmem.store.messages` (contiguous but for a deleted prefix) and
 falls back to an explicit seq list if it ever finds a gap.  The sequence reads through the
-session it was given: plan while that session is open.
+session's (or the given) connection: plan while that transaction is open.
 
-Each message carries the cached token count for the profile's tokenizer (CTX-2).
+Each message carries the cached token count for the profile's tokenizer (CTX-2).  Every
+statement here is built once with bind parameters and run on the Core connection: the loader
+runs at every turn step and every keystroke of the context endpoint, and building a
+statement costs SQLAlchemy more than SQLite takes to answer it.
 """
 
 from __future__ import annotations
