@@ -128,13 +128,10 @@ class McpServerProcess:
         return httpx.get(f"http://127.0.0.1:{self.port}/stats", timeout=5).json()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+        # Imported here: the server side of this module runs as its own light process.
+        from tests.support.serve import stop_process
+
+        stop_process(self.process, timeout=5)
 
 
 @contextlib.contextmanager

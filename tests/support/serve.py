@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 from tests.support.model_server import RemoteModelServer
@@ -29,6 +30,18 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10) -> None:
+    """Terminates a child process politely, and kills it if it does not exit in time."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:  # a wedged process
+        proc.kill()
+        proc.wait(5)
 
 
 @contextmanager
@@ -116,13 +129,8 @@ class ServeProcess:
         self.proc.wait(10)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        if self.proc is not None:
+            stop_process(self.proc)
 
 
 def fake_profile(api: httpx.Client, model_base_url: str) -> str:

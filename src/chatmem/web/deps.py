@@ -106,9 +106,10 @@ class CredentialCache:
         if lifetime <= 0:
             return
         checked = _Checked(user_id, csrf_token, time.monotonic() + lifetime)
+        key = digest(secret)
         with self._lock:
-            self._items[digest(secret)] = checked
-            self._items.move_to_end(digest(secret))
+            self._items[key] = checked
+            self._items.move_to_end(key)
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
 
