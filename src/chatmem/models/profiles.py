@@ -26,6 +26,7 @@ from chatmem.models.client import ModelEndpoint
 from chatmem.models.prices import PriceInfo, resolve_prices
 from chatmem.models.secrets import SecretBox, profile_aad
 from chatmem.models.ssrf import EndpointPolicy
+from chatmem.store.engine import profile_visible_to
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import (
@@ -69,7 +70,7 @@ def visible_profiles(session: Session, user: User) -> list[ModelProfile]:
 
 def visible_profile(session: Session, user: User, profile_id: str) -> ModelProfile:
     row = session.get(ModelProfile, profile_id)
-    if row is None or not (row.shared or row.user_id == user.id):
+    if row is None or not profile_visible_to(row, user.id):
         raise NotFound("profile")
     return row
 

@@ -55,11 +55,16 @@ def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
     return engine_profile(row, summarizer)
 
 
+def profile_visible_to(row: Any, user_id: str) -> bool:
+    """Whether a user may use a profile: their own, or a shared one (STORE-1)."""
+    return bool(row.shared or row.user_id == user_id)
+
+
 def visible_profile_row(session: Session | Connection, user_id: str, profile_id: str) -> Any:
     """The profile's stored columns (a Core row: attribute access like the ORM row, at a
     fraction of the cost — this runs at every turn), or None if the user may not use it."""
     row = connection_of(session).execute(_PROFILE, {"pid": profile_id}).first()
-    if row is None or not (row.shared or row.user_id == user_id):
+    if row is None or not profile_visible_to(row, user_id):
         return None
     return row
 

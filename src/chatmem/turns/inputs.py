@@ -29,6 +29,7 @@ from chatmem.store.engine import (
     conversation_extras,
     load_engine_conversation,
     message_bounds,
+    profile_visible_to,
     visible_profile_row,
 )
 from chatmem.store.messages import insert_message
@@ -114,7 +115,7 @@ def resolve_target(
     from chatmem.models import profiles
 
     if read is not None:
-        row = read if read.shared or read.user_id == user_id else None
+        row = read if profile_visible_to(read, user_id) else None
     else:
         row = visible_profile_row(session, user_id, profile_id)
     if row is None:
