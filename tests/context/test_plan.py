@@ -141,7 +141,7 @@ def test_ctx5_full_compacts_when_it_would_not_fit_otherwise() -> None:
 
 
 def test_ctx5_full_never_folds_the_last_complete_pair() -> None:
-    profile = Profile(context_window=15_000, answer_reserve=1_000, full_keep_last=0)
+    profile = Profile(context_window=15_000, answer_reserve=1_000, full_keep_messages=0)
     result = plan(conv(cached(pairs(40), tokens=150)), profile, mode="full")
     request = result.compaction.request
     assert request is not None

@@ -48,7 +48,7 @@ profiles = st.builds(
     window_chars=st.integers(40, 9_000),
     economy_pairs=st.integers(0, 4),
     economy_batch=st.integers(1, 4),
-    full_keep_last=st.integers(0, 22),
+    full_keep_messages=st.integers(0, 22),
 )
 modes = st.sampled_from(MODES)
 drafts = st.none() | st.text(max_size=50)

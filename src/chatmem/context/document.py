@@ -14,6 +14,7 @@ from typing import Any, cast
 from chatmem.context.errors import PlanInputError
 from chatmem.context.tokens import TOKENIZER_NAMES
 from chatmem.context.values import (
+    INSTRUCTIONS_ROLES,
     MODES,
     Conversation,
     File,
@@ -25,6 +26,7 @@ from chatmem.context.values import (
     Role,
     Summary,
     ToolCall,
+    default_answer_reserve,
 )
 
 EXPORT_FORMAT = "chatmem.export/1"
@@ -147,7 +149,18 @@ def _profile(value: Any, where: str) -> Profile:
         except (TypeError, ValueError):
             raise _fail(f"{where}.prices", "expected numbers") from None
     window = _int(obj, "context_window", where, defaults.context_window, 1)
-    reserve = _int(obj, "answer_reserve", where, defaults.answer_reserve, 0)
+    reserve = _int(obj, "answer_reserve", where, default_answer_reserve(window), 0)
+    keep = _int(obj, "full_keep_last", where, defaults.full_keep_messages, 0)  # older name
+    role = obj.get("instructions_role") or defaults.instructions_role
+    if role not in INSTRUCTIONS_ROLES:
+        raise _fail(f"{where}.instructions_role", f"expected one of {', '.join(INSTRUCTIONS_ROLES)}")
+    fraction = obj.get("full_threshold_fraction", defaults.full_threshold_fraction)
+    if (
+        isinstance(fraction, bool)
+        or not isinstance(fraction, int | float)
+        or not 0.05 <= fraction <= 1.0
+    ):
+        raise _fail(f"{where}.full_threshold_fraction", "expected a number from 0.05 to 1")
     return Profile(
         context_window=window,
         answer_reserve=reserve,
@@ -157,7 +170,10 @@ def _profile(value: Any, where: str) -> Profile:
         prices=prices,
         economy_pairs=_int(obj, "economy_pairs", where, defaults.economy_pairs, 0),
         economy_batch=_int(obj, "economy_batch", where, defaults.economy_batch, 1),
-        full_keep_last=_int(obj, "full_keep_last", where, defaults.full_keep_last, 0),
+        full_keep_messages=_int(obj, "full_keep_messages", where, keep, 0),
+        full_threshold_fraction=float(fraction),
+        full_threshold_cap=_int(obj, "full_threshold_cap", where, defaults.full_threshold_cap, 1),
+        instructions_role=role,
         window_messages=_int(obj, "window_messages", where, defaults.window_messages, 1),
         window_chars=_int(obj, "window_chars", where, defaults.window_chars, 1),
     )

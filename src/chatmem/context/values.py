@@ -50,10 +50,12 @@ class Message:
 
 @dataclass(frozen=True)
 class Summary:
-    """CTX-9: a summary of every message up to and including ``through`` (a message id)."""
+    """CTX-9: a summary of every message up to and including ``through`` (a message id).
+    ``through`` None: a summary carried into a new conversation (CTX-23) that covers none of
+    its messages."""
 
     text: str
-    through: str
+    through: str | None
     version: int = 1
     focus: str | None = None
     tokens: int | None = None
@@ -80,22 +82,55 @@ class Prices:
     free: bool = False
 
 
+InstructionsRole = Literal["system", "developer", "user"]
+INSTRUCTIONS_ROLES: tuple[InstructionsRole, ...] = ("system", "developer", "user")
+
+#: CTX-22: the answer reserve is at most this, and by default an eighth of the window (at
+#: least 1,024): an 8K model keeps 7K for the request instead of half of it.
+ANSWER_RESERVE_CAP = 4_096
+ANSWER_RESERVE_MIN = 1_024
+
+
+def default_answer_reserve(context_window: int) -> int:
+    """CTX-22: the answer reserve when the profile sets none."""
+    return min(ANSWER_RESERVE_CAP, max(ANSWER_RESERVE_MIN, context_window // 8))
+
+
 @dataclass(frozen=True)
 class Profile:
-    """What the engine needs to know about the model (PROF-1) and the memory policy knobs."""
+    """What the engine needs to know about the model (PROF-1) and its memory knobs (CTX-22).
+
+    ``answer_reserve`` None means :func:`default_answer_reserve` of the window; it is filled
+    in on construction, so ``profile.answer_reserve`` is always a number.
+    ``summarizer_window`` is the summariser's own context window (CTX-21: every summariser
+    round fits it); None means the same model."""
 
     context_window: int = 32_768
-    answer_reserve: int = 4_096
+    answer_reserve: int = None  # type: ignore[assignment]  # None: the window's default
     tokenizer: str = "estimate"
     stateless: bool = False
     model: str | None = None
     prices: Prices | None = None  # None: look up ``model`` in genai-prices, else free
     summarizer_prices: Prices | None = None  # None: same as ``prices``
+    summarizer_window: int | None = None
     economy_pairs: int = 3  # K (CTX-4)
     economy_batch: int = 4  # B (CTX-4)
-    full_keep_last: int = 20  # CTX-5
+    full_threshold_fraction: float = 0.8  # CTX-5
+    full_threshold_cap: int = 200_000  # CTX-5
+    full_keep_messages: int = 20  # CTX-5
     window_messages: int = 12  # N (CTX-6)
     window_chars: int = 8_000  # C (CTX-6)
+    instructions_role: InstructionsRole = "system"  # CTX-22
+
+    def __post_init__(self) -> None:
+        if self.answer_reserve is None:
+            object.__setattr__(
+                self, "answer_reserve", default_answer_reserve(self.context_window)
+            )
+
+    @property
+    def summarizer_context(self) -> int:
+        return self.summarizer_window or self.context_window
 
 
 @dataclass(frozen=True)

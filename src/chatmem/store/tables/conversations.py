@@ -78,6 +78,8 @@ class Conversation(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_active_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # CTX-23: the conversation this one continues from ("Continue in a new chat").
+    source_conversation_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     # Extras carried through export/import (e.g. an imported export's non-secret ``profile``
     # settings when no local profile is linked); owned by store/exchange.
     meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
@@ -121,7 +123,8 @@ class Summary(Base):
     )
     version: Mapped[int] = mapped_column(Integer)
     first_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    through_message_id: Mapped[str] = mapped_column(String(64))
+    # NULL: a summary carried into a new conversation (CTX-23), covering none of its messages.
+    through_message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     message_count: Mapped[int] = mapped_column(Integer, default=0)
     text: Mapped[str] = mapped_column(Text)
     focus: Mapped[str | None] = mapped_column(Text, nullable=True)

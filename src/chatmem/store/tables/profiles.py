@@ -20,7 +20,6 @@ from chatmem.store.types import UTCDateTime, new_id, utcnow
 CONTEXT_WINDOW_MIN = 8_192
 CONTEXT_WINDOW_MAX = 1_000_000
 CONTEXT_WINDOW_DEFAULT = 32_768
-ANSWER_RESERVE_DEFAULT = 4_096
 TOKENIZERS = ("estimate", "o200k_base", "cl100k_base")
 
 
@@ -37,13 +36,23 @@ class ModelProfile(Base):
     model: Mapped[str] = mapped_column(String(200))
     api_key_ciphertext: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     context_window: Mapped[int] = mapped_column(Integer, default=CONTEXT_WINDOW_DEFAULT)
-    answer_reserve: Mapped[int] = mapped_column(Integer, default=ANSWER_RESERVE_DEFAULT)
+    # NULL: the default for the window (``chatmem.context.values.default_answer_reserve``).
+    answer_reserve: Mapped[int | None] = mapped_column(Integer, nullable=True)
     tokenizer: Mapped[str] = mapped_column(String(20), default="estimate")
     input_price_per_mtok: Mapped[float | None] = mapped_column(Float, nullable=True)
     output_price_per_mtok: Mapped[float | None] = mapped_column(Float, nullable=True)
     free: Mapped[bool] = mapped_column(Boolean, default=False)
     stateless: Mapped[bool] = mapped_column(Boolean, default=False)
     summarizer_profile_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # Memory knobs (CTX-22); NULL means the engine's default.
+    economy_pairs: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    economy_batch: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    full_threshold_fraction: Mapped[float | None] = mapped_column(Float, nullable=True)
+    full_threshold_cap: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    full_keep_messages: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    window_messages: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    window_chars: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    instructions_role: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
