@@ -118,3 +118,122 @@ def test_the_plan_follows_a_change_of_the_summarisers_prices_CTX_9(
     after = turn_client.get(url, headers=chat.headers).json()
     assert after == _fresh_plan(chat, "", "full")
     assert after != before
+
+
+# ---------- GET /api/v1/profiles/{id}/context: the plan of a chat not created yet ----------
+
+
+@pytest.mark.parametrize("mode", ["full", "economy", "window", "off"])
+def test_a_new_chat_plans_like_an_empty_conversation_with_that_profile_CTX_17(
+    turn_client: TestClient, model_server: FakeModelServer, mode: str
+) -> None:
+    """Before the first message is sent there is no conversation: the counter asks the
+    profile's plan, which is exactly the plan of an empty conversation with that profile."""
+    chat = make_chat(
+        turn_client,
+        model_server,
+        mode=mode,
+        profile={"context_window": 8192, "answer_reserve": 1024},
+    )
+    for draft in ("", "H", "Hello, how does memory work?", "word " * 1_000):
+        served = turn_client.get(
+            f"/api/v1/profiles/{chat.profile_id}/context",
+            params={"draft": draft, "mode": mode},
+            headers=chat.headers,
+        )
+        assert served.status_code == 200, served.text
+        empty_conversation = turn_client.get(
+            f"/api/v1/conversations/{chat.conversation_id}/context",
+            params={"draft": draft},
+            headers=chat.headers,
+        )
+        assert served.json() == empty_conversation.json(), draft
+        assert served.json() == _fresh_plan(chat, draft, mode)
+    plan = served.json()
+    assert plan["mode"] == mode
+    assert plan["status"] == {}
+    assert plan["tokens"]["window"] == 8192
+    assert plan["tokens"]["used"] > 1_000  # the draft counts
+    assert plan["messages"][-1] == {"role": "user", "content": "word " * 1_000}
+
+
+def test_a_new_chat_plan_defaults_to_full_and_follows_the_draft(chat: Chat) -> None:
+    url = f"/api/v1/profiles/{chat.profile_id}/context"
+    empty = chat.client.get(url, headers=chat.headers)
+    typed = chat.client.get(url, params={"draft": "word " * 500}, headers=chat.headers)
+    assert empty.status_code == typed.status_code == 200
+    assert empty.json()["mode"] == "full"
+    assert typed.json()["tokens"]["used"] > empty.json()["tokens"]["used"]
+    assert typed.json()["price"]["next_request"] > empty.json()["price"]["next_request"]
+    assert typed.json()["price"]["free"] is False
+
+
+def test_a_stateless_profile_plans_without_memory_whatever_the_mode_CTX_7(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    chat = make_chat(turn_client, model_server, profile={"stateless": True})
+    plan = turn_client.get(
+        f"/api/v1/profiles/{chat.profile_id}/context",
+        params={"draft": "hi", "mode": "full"},
+        headers=chat.headers,
+    )
+    assert plan.status_code == 200, plan.text
+    assert plan.json()["mode"] == "off"
+
+
+def test_a_free_profile_plan_says_free(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    chat = make_chat(turn_client, model_server, profile={"free": True})
+    plan = turn_client.get(
+        f"/api/v1/profiles/{chat.profile_id}/context",
+        params={"draft": "hi"},
+        headers=chat.headers,
+    ).json()
+    assert plan["price"]["free"] is True
+
+
+def test_another_users_or_a_missing_profile_is_not_found_STORE_1(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    alice = make_chat(turn_client, model_server)
+    bob = make_chat(turn_client, model_server, name="bob")
+    foreign = turn_client.get(
+        f"/api/v1/profiles/{alice.profile_id}/context", params={"draft": "hi"}, headers=bob.headers
+    )
+    missing = turn_client.get(
+        "/api/v1/profiles/does-not-exist/context", params={"draft": "hi"}, headers=bob.headers
+    )
+    assert foreign.status_code == missing.status_code == 404
+    assert foreign.json()["error"]["code"] == "not_found"
+    assert foreign.json() == missing.json()  # a foreign profile looks exactly like a missing one
+    anonymous = turn_client.get(f"/api/v1/profiles/{alice.profile_id}/context")
+    assert anonymous.status_code == 401
+
+
+def test_a_shared_profile_plans_for_every_user(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    admin = make_chat(turn_client, model_server, name="root", admin=True)
+    shared = turn_client.patch(
+        f"/api/v1/profiles/{admin.profile_id}", json={"shared": True}, headers=admin.headers
+    )
+    assert shared.status_code == 200, shared.text
+    bob = make_chat(turn_client, model_server, name="bob")
+    plan = turn_client.get(
+        f"/api/v1/profiles/{admin.profile_id}/context",
+        params={"draft": "hi", "mode": "economy"},
+        headers=bob.headers,
+    )
+    assert plan.status_code == 200, plan.text
+    assert plan.json()["mode"] == "economy"
+
+
+def test_an_unknown_mode_is_invalid_input(chat: Chat) -> None:
+    response = chat.client.get(
+        f"/api/v1/profiles/{chat.profile_id}/context",
+        params={"mode": "everything"},
+        headers=chat.headers,
+    )
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "invalid_input"

@@ -225,6 +225,36 @@ def plan_for(
     return {**result, _BASE: result["messages"]}
 
 
+def profile_plan_for(
+    session: Session,
+    user_id: str,
+    profile_id: str,
+    draft: str | None,
+    mode: Mode,
+    tools: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The plan of a conversation not created yet (``GET /profiles/{id}/context``): an empty
+    history with this profile, so the counter follows the first message as it is typed
+    (CTX-17).  A profile the user may not use answers like a missing one (STORE-1)."""
+    from chatmem.store.engine import visible_profile_row
+
+    connection = connection_of(session)
+    row = visible_profile_row(connection, user_id, profile_id)
+    if row is None:
+        raise NotFound("profile")
+    target = resolve_target(connection, user_id, profile_id, read=row)
+    profile = target.engine_profile
+    conversation = EngineConversation(messages=(), tools=tuple(dict(t) for t in tools))
+    plan = engine.plan(
+        conversation,
+        profile,
+        mode=engine.effective_mode(profile, mode),
+        draft=draft or None,
+        tokenizer=calibrated_tokenizer(connection, target),
+    )
+    return plan_json(plan)
+
+
 #: Key of the memoised message list a returned plan was made from (never sent to clients).
 _BASE = "_memo_messages"
 

@@ -1,4 +1,6 @@
-"""``GET /api/v1/conversations/{id}/context?draft=…`` — the plan for the next request."""
+"""``GET /api/v1/conversations/{id}/context?draft=…`` — the plan for the next request — and
+``GET /api/v1/profiles/{id}/context?draft=…&mode=…``, the same plan for a chat not created
+yet (the counter follows the first message too, CTX-17)."""
 
 from __future__ import annotations
 
@@ -7,14 +9,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from chatmem.turns.context_view import plan_bytes, plan_for
+from chatmem.context.values import Mode
+from chatmem.turns.context_view import plan_bytes, plan_for, profile_plan_for
 from chatmem.turns.dbwork import read
 from chatmem.web.api.routes.turns import UserId
 
-router = APIRouter(prefix="/api/v1/conversations", tags=["context"])
+router = APIRouter(prefix="/api/v1", tags=["context"])
 
 
-@router.get("/{conversation_id}/context")
+@router.get("/conversations/{conversation_id}/context")
 async def get_context(
     conversation_id: str,
     request: Request,
@@ -39,3 +42,26 @@ async def get_context(
     # Serialised directly (the generic encoder walks 10,000 statuses one by one), with the
     # status map encoded once per plan.
     return Response(plan_bytes(turns.context_cache, body), media_type="application/json")
+
+
+@router.get("/profiles/{profile_id}/context")
+async def get_profile_context(
+    profile_id: str,
+    request: Request,
+    user_id: UserId,
+    draft: Annotated[str | None, Query(max_length=1_000_000)] = None,
+    mode: Mode = "full",
+) -> dict[str, object]:
+    """The plan of a new conversation with this profile and memory mode: nothing stored yet,
+    only the draft (and the instructions and tools every request carries).  404 for a
+    profile the user may not use (STORE-1)."""
+    turns = request.app.state.turns
+    return await read(
+        request.app.state.db,
+        profile_plan_for,
+        user_id,
+        profile_id,
+        draft,
+        mode,
+        turns.known_tools,
+    )
