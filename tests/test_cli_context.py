@@ -34,7 +34,13 @@ def test_plan_prints_the_contract_json(capsys: pytest.CaptureFixture[str]) -> No
     assert result["files"] == {"f1": "in_memory"}
     t = result["tokens"]
     assert t["used"] + t["reserve"] + t["free"] == t["window"] == 32768
-    assert result["compaction"] == {"needed": False, "threshold": 26214}
+    assert result["compaction"] == {
+        "needed": False,
+        "threshold": 26214,
+        "messages": 0,
+        "covered": 0,
+        "rounds": 0,
+    }
     assert result["price"]["free"] is True
 
 

@@ -1,29 +1,38 @@
-"""Compaction requests (CTX-4, CTX-5, CTX-9..CTX-11): what to summarise, and the prompt.
+"""Summaries and summariser rounds (CTX-4, CTX-5, CTX-9..CTX-12, CTX-21).
 
-The engine never calls a model.  When memory must be compressed it returns a
-:class:`CompactionRequest`: the range of stored messages to fold (``first_id`` .. ``through``),
-the chat messages to send to the summariser, and what that is estimated to cost.  The caller
-runs it and stores ``Summary(text, through=request.through)``; a failed call changes nothing
-(CTX-12).  The new summary replaces the previous one, whose text is part of the prompt, so a
-summary always covers a prefix of the history.
+The engine never calls a model.  When memory must be compressed the plan carries a
+:class:`CompactionRequest`: the whole fold it wants before the next request (the range of
+stored messages, how many summariser rounds that takes, what it is estimated to cost).  The
+rounds themselves are produced one at a time by the driver in :mod:`chatmem.context.folding`
+as :class:`SummaryRound` values: a prompt for the summariser, and whether its answer becomes
+the stored summary (``commit``) or only carries on to the next piece of an oversized message.
+
+Sizes.  A summary is bounded (:func:`summary_cap` output tokens), so the request that follows
+a fold has a known worst case (:func:`new_summary_tokens`).  Each round's input fits the
+summariser's own window (``Profile.summarizer_context``): the instructions, the running
+summary, the transcript and the answer it may write.
 
 The prompt asks for a structured summary (:data:`SUMMARY_SECTIONS`) so that goals, decisions,
 names, numbers and clauses survive verbatim.  The transcript leaves out excluded pairs
-(CTX-15).  It is cut at a pair boundary so that it fits the summariser's window; a very long
-backlog is then folded by several requests in a row (plan again after each).
+(CTX-15).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chatmem.context.prices import cost, summarizer_price_for
-from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer, count_message
-from chatmem.context.values import Message, Profile, Summary
+from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer
+from chatmem.context.values import InstructionsRole, Message, Profile, Summary
 
-# Tokens the summariser may write.  Generous: a summary that is cut off loses the end sections.
+#: Most tokens a summary may have; a small window gets less (:func:`summary_cap`).
 SUMMARY_OUTPUT_TOKENS = 2_000
+#: The least a summary may have, whatever the window.
+SUMMARY_MIN_TOKENS = 256
+#: Fewer transcript tokens than this in a round: the summariser's window is too small.
+MIN_ROUND_TOKENS = 256
 
 SUMMARY_SECTIONS: tuple[str, ...] = (
     "Goal",
@@ -46,24 +55,26 @@ SUMMARY_INSTRUCTIONS = (
 )
 
 SUMMARY_HEADER = "Summary of the earlier conversation (the original messages are not shown):"
+#: What the plan shows in place of a summary that the fold will write before sending.
+PENDING_SUMMARY = "[a new summary of {n} earlier messages is written before this request is sent]"
 
 
-@dataclass(frozen=True)
-class CompactionRequest:
-    """A summariser call the caller should make (and pay for) before the next request."""
-
-    first_id: str | None
-    through: str
-    message_count: int
-    prompt: tuple[dict[str, str], ...]
-    input_tokens: int
-    max_output_tokens: int
-    estimated_cost: float
+def summary_cap(profile: Profile) -> int:
+    """Output tokens a summary may have: 2,000, less for small windows (an eighth of the
+    smaller of the model's and the summariser's window, at least 256)."""
+    window = min(profile.context_window, profile.summarizer_context)
+    return max(SUMMARY_MIN_TOKENS, min(SUMMARY_OUTPUT_TOKENS, window // 8))
 
 
-def summary_message(summary: Summary) -> dict[str, str]:
-    """How a summary is sent to the model: one system message (CTX-9)."""
-    return {"role": "system", "content": f"{SUMMARY_HEADER}\n\n{summary.text}"}
+def new_summary_tokens(profile: Profile) -> int:
+    """Worst case of a summary the fold writes, as sent (header and overhead included)."""
+    return summary_cap(profile) + MESSAGE_OVERHEAD + 2 * len(SUMMARY_HEADER.split()) + 4
+
+
+def summary_message(summary: Summary, role: InstructionsRole = "system") -> dict[str, str]:
+    """How a summary is sent to the model: one message with the profile's instructions role
+    (CTX-9, CTX-22)."""
+    return {"role": role, "content": f"{SUMMARY_HEADER}\n\n{summary.text}"}
 
 
 def summary_tokens(summary: Summary, tokenizer: Tokenizer) -> int:
@@ -72,11 +83,60 @@ def summary_tokens(summary: Summary, tokenizer: Tokenizer) -> int:
     return MESSAGE_OVERHEAD + tokenizer.count(summary_message(summary)["content"])
 
 
-def _instruction_tokens(tokenizer: Tokenizer) -> int:
+@dataclass(frozen=True)
+class CompactionRequest:
+    """The fold the plan wants before the next request (CTX-18's "+ memory compression").
+
+    It covers the stored messages ``first_id`` .. ``through`` (``message_count`` of them);
+    afterwards the summary covers ``covered`` messages in all.  ``rounds`` and the costs are
+    estimates: the driver decides each round as the summariser's answers come in."""
+
+    first_id: str | None
+    through: str
+    message_count: int
+    covered: int
+    rounds: int
+    input_tokens: int
+    max_output_tokens: int
+    estimated_cost: float
+
+
+@dataclass(frozen=True)
+class SummaryRound:
+    """One summariser call.  ``commit``: store the answer as the new summary (covering
+    ``through``, ``covered`` messages in all); otherwise it is an intermediate summary of a
+    message too long for one round, carried into the next piece."""
+
+    prompt: tuple[dict[str, str], ...]
+    max_output_tokens: int
+    first_id: str
+    through: str
+    message_count: int  # messages this round folds (0 for an intermediate piece)
+    covered: int
+    commit: bool
+    number: int  # 1-based, within the fold
+    rounds: int  # the estimate, at least ``number``
+    piece: tuple[int, int] | None  # (k, n): piece k of n of one long pair
+    input_tokens: int
+    estimated_cost: float
+
+
+def instruction_tokens(tokenizer: Tokenizer) -> int:
     return 2 * MESSAGE_OVERHEAD + tokenizer.count(SUMMARY_INSTRUCTIONS) + 40  # + fixed labels
 
 
-def _transcript_line(message: Message) -> str:
+def round_budget(
+    profile: Profile, tokenizer: Tokenizer, running_tokens: int, focus: str | None
+) -> int:
+    """Transcript tokens one round may carry: the summariser's window less its instructions,
+    the running summary, the focus and the answer it may write."""
+    fixed = instruction_tokens(tokenizer) + running_tokens
+    if focus:
+        fixed += tokenizer.count(focus)
+    return profile.summarizer_context - summary_cap(profile) - fixed
+
+
+def transcript_line(message: Message) -> str:
     text = message.content
     if message.tool_calls:
         calls = "; ".join(f"{call.name}({call.arguments})" for call in message.tool_calls)
@@ -85,80 +145,96 @@ def _transcript_line(message: Message) -> str:
     return f"[{role}] {text}"
 
 
-def build_request(
-    messages: Sequence[Message],
-    start: int,
-    stop: int,
+def summariser_prompt(
+    role: InstructionsRole,
+    previous: str | None,
+    transcript: str,
+    focus: str | None,
     *,
-    summary: Summary | None,
-    profile: Profile,
-    tokenizer: Tokenizer,
-    focus: str | None = None,
-) -> CompactionRequest | None:
-    """Fold ``messages[start:stop]`` (a run of whole pairs) into a request, or None if empty.
-
-    Walks forward pair by pair and stops before the pair that would overflow the summariser's
-    window; the first pair is always taken (cut to fit if it alone is too large)."""
-    if stop <= start:
-        return None
-    fixed = _instruction_tokens(tokenizer)
-    if summary is not None:
-        fixed += summary_tokens(summary, tokenizer)
-    if focus:
-        fixed += tokenizer.count(focus)
-    budget = max(0, profile.context_window - SUMMARY_OUTPUT_TOKENS - fixed)
-
-    lines: list[str] = []
-    used = 0
-    through = start
-    i = start
-    while i < stop:
-        j = i + 1  # the pair is messages[i:j]
-        while j < stop and messages[j].role != "user":
-            j += 1
-        pair = messages[i:j]
-        pair_tokens = sum(
-            m.tokens if m.tokens is not None else count_message(m, tokenizer) for m in pair
-        )
-        if used + pair_tokens > budget and i > start:
-            break
-        if not any(m.excluded for m in pair):
-            pair_lines = [_transcript_line(m) for m in pair]
-            if used + pair_tokens > budget:  # the first pair alone is too long: cut it
-                text = "\n\n".join(pair_lines)
-                keep = max(0, budget) * 2  # >= 2 characters a token on ordinary text
-                pair_lines = [f"{text[:keep]}\n[… {len(text) - keep} characters omitted …]"]
-                pair_tokens = tokenizer.count(pair_lines[0])
-            lines.extend(pair_lines)
-            used += pair_tokens
-        through = j
-        i = j
-
+    piece: tuple[int, int] | None = None,
+) -> tuple[dict[str, str], ...]:
+    """The summariser's messages.  With the ``user`` role the instructions open the user
+    message (chat templates that drop system messages would lose them)."""
     parts = []
-    if summary is not None:
-        parts.append(f"Previous summary:\n{summary.text}")
-    parts.append("Conversation to fold into the summary:\n\n" + "\n\n".join(lines))
+    if previous is not None:
+        parts.append(f"Previous summary:\n{previous}")
+    if piece is None:
+        parts.append("Conversation to fold into the summary:\n\n" + transcript)
+    else:
+        k, n = piece
+        parts.append(
+            f"Part {k} of {n} of one long exchange, to fold into the summary (the other parts "
+            f"come in other requests):\n\n{transcript}"
+        )
     if focus:
         parts.append(f"What to emphasise: {focus}")
-    prompt = (
-        {"role": "system", "content": SUMMARY_INSTRUCTIONS},
-        {"role": "user", "content": "\n\n".join(parts)},
-    )
-    input_tokens = fixed + used
+    body = "\n\n".join(parts)
+    if role == "user":
+        return ({"role": "user", "content": f"{SUMMARY_INSTRUCTIONS}\n\n{body}"},)
+    return ({"role": role, "content": SUMMARY_INSTRUCTIONS}, {"role": "user", "content": body})
+
+
+def estimate_fold(
+    profile: Profile,
+    tokenizer: Tokenizer,
+    *,
+    fold_tokens: int,
+    running_tokens: int,
+    focus: str | None,
+) -> tuple[int, int, float]:
+    """(rounds, input tokens, cost) of folding ``fold_tokens`` transcript tokens, the first
+    round carrying a running summary of ``running_tokens`` and the later ones a new summary
+    at its cap."""
+    cap = summary_cap(profile)
+    first = max(MIN_ROUND_TOKENS, round_budget(profile, tokenizer, running_tokens, focus))
+    later = max(MIN_ROUND_TOKENS, round_budget(profile, tokenizer, cap, focus))
+    rounds = 1 + max(0, math.ceil((fold_tokens - first) / later))
+    overhead = instruction_tokens(tokenizer) + (tokenizer.count(focus) if focus else 0)
+    input_tokens = fold_tokens + running_tokens + rounds * overhead + (rounds - 1) * cap
     prices = summarizer_price_for(profile)
     estimated = 0.0
     if not prices.free:
         estimated = round(
             cost(input_tokens, prices.input_per_mtok)
-            + cost(SUMMARY_OUTPUT_TOKENS, prices.output_per_mtok),
+            + cost(rounds * cap, prices.output_per_mtok),
             8,
         )
-    return CompactionRequest(
-        first_id=messages[start].id,
-        through=messages[through - 1].id,
-        message_count=through - start,
-        prompt=prompt,
-        input_tokens=input_tokens,
-        max_output_tokens=SUMMARY_OUTPUT_TOKENS,
-        estimated_cost=estimated,
+    return rounds, input_tokens, estimated
+
+
+def round_cost(profile: Profile, input_tokens: int) -> float:
+    prices = summarizer_price_for(profile)
+    if prices.free:
+        return 0.0
+    return round(
+        cost(input_tokens, prices.input_per_mtok)
+        + cost(summary_cap(profile), prices.output_per_mtok),
+        8,
     )
+
+
+def split_to_fit(text: str, budget: int, tokenizer: Tokenizer) -> str:
+    """The longest prefix of ``text`` (cut at a line or word when one is near) whose count is
+    within ``budget`` tokens; at least one character."""
+    if tokenizer.count(text) <= budget:
+        return text
+    size = min(len(text), max(1, budget * 4))
+    while size > 1:
+        count = tokenizer.count(text[:size])
+        if count <= budget:
+            break
+        size = max(1, min(size - 1, int(size * budget / count * 0.95)))
+    head = text[:size]
+    for sep in ("\n", " "):
+        at = head.rfind(sep)
+        if at > size * 0.8:
+            return head[: at + 1]
+    return head
+
+
+def pair_end(messages: Sequence[Message], start: int, stop: int) -> int:
+    """End (exclusive) of the pair starting at ``start``: the next user message or ``stop``."""
+    j = start + 1
+    while j < stop and messages[j].role != "user":
+        j += 1
+    return j

@@ -206,8 +206,9 @@ def _exported(value: Any, where: str) -> ExportedConversation:
     summary = None
     if obj.get("summary") is not None:
         s = _mapping(obj["summary"], f"{where}.summary")
-        through = cast(str, _str(s, "through", f"{where}.summary"))
-        if through not in ids:
+        # null: a summary carried into a continued conversation, covering none (CTX-23).
+        through = _str(s, "through", f"{where}.summary", required=False)
+        if through is not None and through not in ids:
             raise _fail(f"{where}.summary.through", f"no message with id {through!r}")
         summary = Summary(
             text=cast(str, _str(s, "text", f"{where}.summary")),

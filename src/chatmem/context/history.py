@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from chatmem.context.errors import PlanInputError
 from chatmem.context.values import Message
@@ -96,8 +97,45 @@ class PairWalker:
         self.boundary = -1
 
 
+class CountedHistory(Protocol):
+    """What a history sequence may offer to spare the engine a walk over a long backlog:
+    storage answers these from its index (one query) instead of handing every message in.
+    A plain list offers neither, and the engine walks it."""
+
+    def tokens_between(self, start: int, stop: int) -> int:
+        """Sum of the cached counts of ``messages[start:stop]``."""
+        ...
+
+    def index_of(self, message_id: str) -> int | None:
+        """Index of ``message_id``, or None when it is not in the history."""
+        ...
+
+
+def tokens_between(
+    messages: Sequence[Message], start: int, stop: int, tokens_of: TokensOf
+) -> int:
+    """Tokens of ``messages[start:stop]`` (cached counts): from the sequence when it can
+    say, else summed here."""
+    if stop <= start:
+        return 0
+    ask = getattr(messages, "tokens_between", None)
+    if ask is not None:
+        return int(ask(start, stop))
+    total = 0
+    for i in range(start, stop):
+        message = messages[i]
+        cached = message.tokens
+        total += cached if cached is not None else tokens_of(message)
+    return total
+
+
 def find_backward(messages: Sequence[Message], message_id: str, before: int) -> int:
     """Index of ``message_id`` searching backwards from ``before`` (exclusive)."""
+    ask = getattr(messages, "index_of", None)
+    if ask is not None:
+        found = ask(message_id)
+        if found is not None and found < before:
+            return int(found)
     for i in range(before - 1, -1, -1):
         if messages[i].id == message_id:
             return i

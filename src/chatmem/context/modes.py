@@ -15,8 +15,8 @@ calls and results so far, TURN-5/CTX-13) and the draft are not history: they are
     have gathered; then the oldest whole batches are folded (:func:`economy_cut`).
 ``full`` (CTX-5)
     The summary plus every pair after it.  When the request plus the answer reserve exceeds
-    :func:`full_threshold` — min(:data:`FULL_THRESHOLD_FRACTION` x window,
-    :data:`FULL_THRESHOLD_CAP`) — everything but the last ``Profile.full_keep_last``
+    :func:`full_threshold` — min(``Profile.full_threshold_fraction`` x window,
+    ``Profile.full_threshold_cap``) — everything but the last ``Profile.full_keep_messages``
     messages (cut at a pair boundary, never inside the last complete pair) is folded, but only
     when that saves at least :data:`MIN_UNLOAD_FRACTION` of the request, counting the new
     summary's maximum length against the saving ("noticeably unloads") or when the request would not fit the window at all (:func:`full_cut`).
@@ -49,8 +49,6 @@ from chatmem.context.history import Pair, PairWalker, TokensOf
 from chatmem.context.tokens import tool_calls_json
 from chatmem.context.values import MODES, Message, MessageStatus, Mode, Profile
 
-FULL_THRESHOLD_FRACTION = 0.8
-FULL_THRESHOLD_CAP = 200_000
 # "Noticeably unloads": folding must remove at least this share of the request's tokens.
 MIN_UNLOAD_FRACTION = 0.2
 
@@ -68,7 +66,9 @@ def effective_mode(profile: Profile, mode: Mode) -> Mode:
 
 def full_threshold(profile: Profile) -> int:
     """CTX-5: the auto-compaction threshold in tokens (request + answer reserve)."""
-    return min(int(FULL_THRESHOLD_FRACTION * profile.context_window), FULL_THRESHOLD_CAP)
+    return min(
+        int(profile.full_threshold_fraction * profile.context_window), profile.full_threshold_cap
+    )
 
 
 # --------------------------------------------------------------------------- rendering
@@ -139,6 +139,7 @@ class Selection:
     boundary: int | None = None  # summary boundary index, when the walk found it
     pairs: list[Pair] = field(default_factory=list)  # included pairs, newest first
     overflow_pair: Pair | None = None  # the first pair that did not fit
+    floored: bool = False  # the walk stopped at the ``floor`` (the rest is to be folded)
     in_memory_ids: set[str] = field(default_factory=set)
 
 
@@ -150,17 +151,22 @@ def select_pairs(
     available: int,
     tokens_of: TokensOf,
     file_tokens: Mapping[str, int] | None = None,
+    floor: int | None = None,
 ) -> Selection:
     """``economy``/``full``: every pair after the summary, newest first, while it fits.
 
     ``file_tokens`` maps a message id to the tokens of the auto files riding with it
-    (CTX-16): a pair is taken only if it fits together with its files."""
+    (CTX-16): a pair is taken only if it fits together with its files.  ``floor``: pairs
+    starting before it are not taken (they are to be folded, CTX-21)."""
     walker = PairWalker(messages, stop, through, tokens_of)
     chosen = Selection(lo=stop)
     sent_chunks: list[list[dict[str, Any]]] = []
     status_chunks: list[list[MessageStatus]] = []
     spent = 0
     for pair in walker:
+        if floor is not None and pair.start < floor:
+            chosen.floored = True
+            break
         if pair.excluded:
             status_chunks.append(["excluded"] * (pair.stop - pair.start))
             chosen.lo = pair.start
@@ -193,23 +199,59 @@ def tokens_of_cached(message: Message, tokens_of: TokensOf) -> int:
 
 
 # --------------------------------------------------------------------------- folding
+#
+# A fold's *floor* is where the mode's policy wants the verbatim tail to start (CTX-4: the
+# last K pairs; CTX-5: the last N messages).  The planner then keeps, newest first, what fits
+# the window after the fold above that floor: the policy shrinks, down to the current turn
+# alone, when its tail would not fit (CTX-21).
 
 
-def _oldest_kept(chosen: Selection) -> int | None:
-    """On overflow: keep what fitted and fold everything older (CTX-5 "would not fit")."""
-    if chosen.pairs:
-        return chosen.pairs[-1].start
-    return chosen.overflow_pair.start if chosen.overflow_pair is not None else None
+def _complete_floor(
+    messages: Sequence[Message], stop: int, through: str | None, tokens_of: TokensOf, keep: int
+) -> int:
+    """Start of the ``keep``-th newest complete pair (``stop`` when ``keep`` is 0; the
+    oldest pair's start when there are fewer)."""
+    if keep <= 0:
+        return stop
+    floor = stop
+    seen = 0
+    for pair in PairWalker(messages, stop, through, tokens_of):
+        floor = pair.start
+        if pair.complete and not pair.excluded:
+            seen += 1
+            if seen == keep:
+                break
+    return floor
 
 
-def economy_cut(chosen: Selection, profile: Profile) -> int | None:
-    """CTX-4: fold up to this index (exclusive), or None.  Keeps the newest K complete pairs
-    verbatim (at least one) and folds only whole batches of B complete pairs, unless the
-    request overflows the window, in which case everything older than the K pairs goes."""
-    complete = [p for p in chosen.pairs if p.complete]  # newest first
-    keep = max(1, profile.economy_pairs)
+def _message_floor(
+    messages: Sequence[Message], stop: int, through: str | None, tokens_of: TokensOf, keep: int
+) -> int:
+    """Start of the newest pair that keeps at least ``keep`` messages verbatim."""
+    if keep <= 0:
+        return stop
+    floor = stop
+    for pair in PairWalker(messages, stop, through, tokens_of):
+        floor = pair.start
+        if stop - pair.start >= keep:
+            break
+    return floor
+
+
+def economy_floor(
+    chosen: Selection,
+    profile: Profile,
+    messages: Sequence[Message],
+    stop: int,
+    through: str | None,
+    tokens_of: TokensOf,
+) -> int | None:
+    """CTX-4: the newest K complete pairs stay; older complete pairs are folded in whole
+    batches of B.  When the request overflows everything older than the K pairs goes."""
+    keep = max(0, profile.economy_pairs)
     if chosen.overflow:
-        return complete[keep - 1].start if len(complete) >= keep else _oldest_kept(chosen)
+        return _complete_floor(messages, stop, through, tokens_of, keep)
+    complete = [p for p in chosen.pairs if p.complete]  # newest first
     pending = len(complete) - keep
     batch = max(1, profile.economy_batch)
     if pending < batch:
@@ -218,22 +260,22 @@ def economy_cut(chosen: Selection, profile: Profile) -> int | None:
     return complete[len(complete) - fold_count].stop
 
 
-def full_cut(chosen: Selection, profile: Profile, history_stop: int) -> int | None:
-    """CTX-5: where the kept tail starts: the newest pair start that keeps at least
-    ``full_keep_last`` messages, and never inside the last complete pair."""
-    limit = history_stop - profile.full_keep_last
-    cut = next((p.start for p in chosen.pairs if p.start <= limit), None)
-    if cut is None:
-        if not chosen.overflow:
-            return None  # fewer than full_keep_last messages after the summary
-        cut = _oldest_kept(chosen)
-        if cut is None:
-            return None
+def full_floor(
+    chosen: Selection,
+    profile: Profile,
+    messages: Sequence[Message],
+    stop: int,
+    through: str | None,
+    tokens_of: TokensOf,
+) -> int | None:
+    """CTX-5: the last N messages stay (a pair boundary; by preference never inside the last
+    complete pair).  None: the walk reached the summary with fewer than N messages."""
+    floor = _message_floor(messages, stop, through, tokens_of, profile.full_keep_messages)
     seen = [*chosen.pairs, chosen.overflow_pair] if chosen.overflow_pair else chosen.pairs
-    last_complete = next((p.start for p in seen if p.complete), None)
+    last_complete = next((p.start for p in seen if p.complete and not p.excluded), None)
     if last_complete is not None:
-        cut = min(cut, last_complete)
-    return cut
+        floor = min(floor, last_complete)
+    return floor
 
 
 def manual_cut(pairs: Sequence[Pair]) -> int | None:

@@ -16,13 +16,20 @@ draft, same plan.  It never calls a model, reads a file or the environment.
 5. The breakdown (CTX-18): ``used`` is everything sent; ``used + reserve + free = window``
    with ``free`` never below zero; ``level`` follows ``used / window`` (CTX-17,
    :data:`LEVELS`).  The price is ``used`` at the input price; the answer is extra.
-6. Compaction (CTX-4, CTX-5, CTX-10): in ``economy`` and ``full`` the mode's rule may ask for
-   a summary of a prefix; the plan then carries a :class:`CompactionRequest` and its price.
-   The plan's messages are what would be sent *without* compacting: the caller compacts, then
-   plans again.
-7. ``fits`` is false when the request (or the history the mode wants) exceeds the window
-   minus the reserve; :meth:`Plan.require_fit` raises ``DoesNotFit`` (CTX-19).  Nothing is
-   ever dropped silently: what did not fit is ``out_of_memory``.
+6. Compaction (CTX-4, CTX-5, CTX-10, CTX-21): in ``economy`` and ``full`` the mode's policy
+   names a *floor* (the last K pairs, the last N messages) when it wants a fold, and a fold is
+   mandatory when the history after the summary does not fit.  The verbatim tail is then what
+   fits, newest first, above the floor beside a new summary at its cap
+   (:func:`~chatmem.context.compaction.new_summary_tokens`): the policy shrinks down to the
+   current turn alone rather than refuse.  The plan shows the request *as it will be sent
+   after the fold* (the folded messages ``summarized``, the summary counted at its cap) and
+   carries a :class:`CompactionRequest`: the whole fold, its rounds and price.  The caller
+   folds (``folding.fold``), then plans again.
+7. The invariant (CTX-21): ``fits`` is true exactly when the request as planned (after the
+   fold) is within ``window - answer reserve``; admission is ``fits``, and a refusal's
+   ``needed`` is ``used + reserve`` > ``window`` (:meth:`Plan.require_fit`, CTX-19).  A plan
+   that does not fit is ``red`` and counts only what must be sent.  Nothing is ever dropped
+   silently: what is not sent is ``summarized`` or ``out_of_memory``.
 
 Statuses (CTX-14) are a :class:`~chatmem.context.status.StatusMap`: explicit for the walked
 tail, ranges for the rest, expanded on demand.
@@ -35,21 +42,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem.context.compaction import (
-    SUMMARY_OUTPUT_TOKENS,
+    PENDING_SUMMARY,
+    SUMMARY_HEADER,
     CompactionRequest,
-    build_request,
+    estimate_fold,
+    new_summary_tokens,
+    summary_cap,
     summary_message,
     summary_tokens,
 )
 from chatmem.context.errors import DoesNotFit
-from chatmem.context.history import PairWalker, find_backward
+from chatmem.context.history import PairWalker, TokensOf, find_backward, tokens_between
 from chatmem.context.modes import (
     MIN_UNLOAD_FRACTION,
     SUMMARY_MODES,
     Selection,
-    economy_cut,
+    economy_floor,
     effective_mode,
-    full_cut,
+    full_floor,
     full_threshold,
     manual_cut,
     render_pair,
@@ -67,6 +77,7 @@ from chatmem.context.tokens import (
 from chatmem.context.values import (
     Conversation,
     File,
+    InstructionsRole,
     FileStatus,
     Level,
     Message,
@@ -114,15 +125,26 @@ class CompactionDecision:
     threshold: int
     request: CompactionRequest | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        request = self.request
+        return {
+            "needed": self.needed,
+            "threshold": self.threshold,
+            "messages": request.message_count if request is not None else 0,
+            "covered": request.covered if request is not None else 0,
+            "rounds": request.rounds if request is not None else 0,
+        }
+
 
 @dataclass(frozen=True)
 class Plan:
     """What the next request sends and why.  ``messages`` are OpenAI chat messages."""
 
     mode: Mode
+    #: The request fits the window, after the planned fold when there is one (CTX-21):
+    #: admission is exactly this.
     fits: bool
-    #: ``fits``, or the planned compaction is estimated to make it fit (CTX-19: a request is
-    #: refused only when it does not fit *even after* compaction).
+    #: The same as ``fits`` (kept for callers of the older name).
     sendable: bool
     messages: tuple[dict[str, Any], ...]
     status: Mapping[str, MessageStatus]
@@ -154,10 +176,7 @@ class Plan:
                 "window": t.window,
             },
             "level": self.level,
-            "compaction": {
-                "needed": self.compaction.needed,
-                "threshold": self.compaction.threshold,
-            },
+            "compaction": self.compaction.to_dict(),
             "price": {
                 "next_request": self.price.next_request,
                 "compaction": self.price.compaction,
@@ -173,18 +192,12 @@ class Plan:
                 needed=self.tokens.used + self.tokens.reserve, available=self.tokens.window
             )
 
-    def require_sendable(self) -> None:
-        """Raise ``DoesNotFit`` (CTX-19) unless the request fits now or after the planned
-        compaction.  Admission checks this; after compacting, check :meth:`require_fit`."""
-        if not self.sendable:
-            raise DoesNotFit(
-                needed=self.tokens.used + self.tokens.reserve, available=self.tokens.window
-            )
+    require_sendable = require_fit
 
 
-def file_block(file: File) -> dict[str, str]:
-    """How a file is sent: a system message with its name (CTX-16)."""
-    return {"role": "system", "content": f"File {file.name}:\n\n{file.content}"}
+def file_block(file: File, role: InstructionsRole = "system") -> dict[str, str]:
+    """How a file is sent: a message with its name, in the instructions' role (CTX-16)."""
+    return {"role": role, "content": f"File {file.name}:\n\n{file.content}"}
 
 
 def _file_tokens(file: File, tokenizer: Tokenizer) -> int:
@@ -202,10 +215,10 @@ def _auto_file_tokens(files: Sequence[File], tokenizer: Tokenizer) -> dict[str, 
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Fold:
-    start: int
-    stop: int
+    start: int  # first index after the summary
+    cut: int  # the verbatim tail starts here
 
 
 def plan(
@@ -238,18 +251,20 @@ def _plan(
     mode = effective_mode(profile, requested)
     messages = conversation.messages
     n = len(messages)
+    role = profile.instructions_role
 
     def tokens_of(message: Message) -> int:
         return count_message(message, tok)
 
     history_stop = n if turn_start is None else find_backward(messages, turn_start, n)
     summary = conversation.summary if mode in SUMMARY_MODES else None
+    through = summary.through if summary is not None else None
 
     instructions_tokens = (
         MESSAGE_OVERHEAD + tok.count(conversation.instructions) if conversation.instructions else 0
     )
     tools_tokens = count_tools(conversation.tools, tok)
-    summary_tok = summary_tokens(summary, tok) if summary is not None else 0
+    current_summary_tokens = summary_tokens(summary, tok) if summary is not None else 0
     draft_tokens = MESSAGE_OVERHEAD + tok.count(draft) if draft else 0
 
     pinned = [f for f in conversation.files if f.state == "pinned"]
@@ -268,9 +283,10 @@ def _plan(
     reserve = profile.answer_reserve
     window = profile.context_window
     budget = window - reserve
-    fixed = instructions_tokens + tools_tokens + summary_tok + draft_tokens + pinned_tokens
     window_sent_tail: list[dict[str, Any]] = []
     auto_file_tokens = _auto_file_tokens(conversation.files, tok)
+    fold: _Fold | None = None
+    summary_tok = current_summary_tokens
 
     if mode == "off":
         chosen = Selection(lo=history_stop)
@@ -279,15 +295,46 @@ def _plan(
             messages, history_stop, draft, profile, tok, tokens_of
         )
     else:
+        # CTX-21: what must be sent whatever the memory holds.
+        base = instructions_tokens + tools_tokens + draft_tokens + pinned_tokens + turn_tokens
         chosen = select_pairs(
             messages,
             history_stop,
-            through=summary.through if summary is not None else None,
-            available=budget - fixed - turn_tokens,
+            through=through,
+            available=budget - base - current_summary_tokens,
             tokens_of=tokens_of,
             file_tokens=auto_file_tokens,
         )
+        floor = _fold_floor(
+            mode,
+            chosen,
+            profile,
+            messages,
+            history_stop,
+            through,
+            tokens_of,
+            request_tokens=base + current_summary_tokens + chosen.tokens + reserve,
+        )
+        if floor is not None:
+            folded = _after_fold(
+                conversation,
+                profile,
+                mode,
+                chosen,
+                floor,
+                budget=budget - base,
+                history_stop=history_stop,
+                current_summary_tokens=current_summary_tokens,
+                tokens_of=tokens_of,
+                auto_file_tokens=auto_file_tokens,
+            )
+            if folded is not None:
+                fold, chosen = folded
+                summary_tok = new_summary_tokens(profile)
 
+    if fold is None and chosen.overflow and mode in SUMMARY_MODES:
+        # Nothing can be folded to make room (CTX-19): the refusal counts what must be sent.
+        chosen = Selection(lo=history_stop, overflow=True)
     in_memory_ids = set(chosen.in_memory_ids)
     in_memory_ids.update(
         messages[history_stop + k].id for k, s in enumerate(turn_statuses) if s == "in_memory"
@@ -309,10 +356,13 @@ def _plan(
 
     sent: list[dict[str, Any]] = []
     if conversation.instructions:
-        sent.append({"role": "system", "content": conversation.instructions})
-    if summary is not None:
-        sent.append(summary_message(summary))
-    sent.extend(file_block(f) for f in sent_files)
+        sent.append({"role": role, "content": conversation.instructions})
+    if fold is not None:
+        pending = PENDING_SUMMARY.format(n=fold.cut - fold.start)
+        sent.append({"role": role, "content": f"{SUMMARY_HEADER}\n\n{pending}"})
+    elif summary is not None:
+        sent.append(summary_message(summary, role))
+    sent.extend(file_block(f, role) for f in sent_files)
     sent.extend(chosen.sent)
     if mode == "window":
         sent.extend(window_sent_tail)
@@ -337,28 +387,17 @@ def _plan(
         window=window,
     )
 
-    fold = _fold(mode, chosen, profile, history_stop, used, summary_tok, conversation, messages)
-    threshold = full_threshold(profile)
     request = None
     if fold is not None:
-        request = build_request(
+        request = _fold_request(
             messages,
-            fold.start,
-            fold.stop,
-            summary=conversation.summary,
-            profile=profile,
-            tokenizer=tok,
+            fold,
+            profile,
+            tok,
+            running_tokens=current_summary_tokens,
             focus=focus,
+            tokens_of=tokens_of,
         )
-    sendable = fits
-    if not fits and fold is not None:
-        # After compaction: the new summary (at most its output cap) replaces the fold; what
-        # stays verbatim is the tail after it, counted from cached counts (O(kept tail)).
-        kept = sum(
-            (m.tokens if m.tokens is not None else tokens_of(m)) + auto_file_tokens.get(m.id, 0)
-            for m in messages[fold.stop : history_stop]
-        )
-        sendable = fixed - summary_tok + SUMMARY_OUTPUT_TOKENS + kept + turn_tokens <= budget
     prices = price_for(profile)
     price = PriceEstimate(
         next_request=0.0 if prices.free else cost(used, prices.input_per_mtok),
@@ -369,57 +408,133 @@ def _plan(
         messages,
         chosen.lo,
         [*chosen.explicit, *turn_statuses],
-        summary_through=summary.through if summary is not None else None,
+        summary_through=through,
         boundary=chosen.boundary,
+        summarized_below=fold.cut if fold is not None else None,
     )
     return Plan(
         mode=mode,
         fits=fits,
-        sendable=sendable,
+        sendable=fits,
         messages=tuple(sent),
         status=status,
         files=file_statuses,
         tokens=breakdown,
-        level=level_for(used, window),
+        level=level_for(used, window) if fits else "red",
         compaction=CompactionDecision(
-            needed=request is not None, threshold=threshold, request=request
+            needed=request is not None, threshold=full_threshold(profile), request=request
         ),
         price=price,
     )
 
 
-def _fold(
+def _fold_floor(
     mode: Mode,
     chosen: Selection,
     profile: Profile,
-    history_stop: int,
-    used: int,
-    summary_tok: int,
-    conversation: Conversation,
     messages: Sequence[Message],
-) -> _Fold | None:
-    """The range to summarise now (CTX-4, CTX-5), or None."""
+    history_stop: int,
+    through: str | None,
+    tokens_of: TokensOf,
+    *,
+    request_tokens: int,
+) -> int | None:
+    """Where the mode's policy wants the verbatim tail to start, when it wants a fold.
+    ``request_tokens``: the request as things stand (with the answer reserve)."""
     if mode == "economy":
-        cut = economy_cut(chosen, profile)
-    elif mode == "full":
-        over_threshold = used + profile.answer_reserve > full_threshold(profile)
-        if not (chosen.overflow or over_threshold):
-            return None
-        cut = full_cut(chosen, profile, history_stop)
-        if cut is not None and not chosen.overflow:
-            # the saving is what leaves the request, less the longer summary that replaces it
-            folded = sum(p.tokens for p in chosen.pairs if p.start < cut)
-            saved = folded + summary_tok - SUMMARY_OUTPUT_TOKENS
-            if saved < MIN_UNLOAD_FRACTION * used:
-                return None  # folding would not noticeably unload the request
-    else:
-        return None
-    if cut is None:
-        return None
-    start = _after_summary(chosen, conversation, messages)
+        return economy_floor(chosen, profile, messages, history_stop, through, tokens_of)
+    if not chosen.overflow and request_tokens <= full_threshold(profile):
+        return None  # CTX-5: below the threshold the whole history is sent
+    return full_floor(chosen, profile, messages, history_stop, through, tokens_of)
+
+
+def _after_fold(
+    conversation: Conversation,
+    profile: Profile,
+    mode: Mode,
+    before: Selection,
+    floor: int,
+    *,
+    budget: int,
+    history_stop: int,
+    current_summary_tokens: int,
+    tokens_of: TokensOf,
+    auto_file_tokens: Mapping[str, int],
+) -> tuple[_Fold, Selection] | None:
+    """The fold and the verbatim tail after it, or None when no fold is wanted or possible.
+
+    ``budget`` is what the window leaves for the summary and the history.  The tail keeps,
+    newest first, the pairs above ``floor`` that fit beside a new summary at its cap."""
+    messages = conversation.messages
+    through = conversation.summary.through if conversation.summary is not None else None
+    new_summary = new_summary_tokens(profile)
+    if new_summary > budget:
+        return None  # the turn does not fit even beside a summary alone: refused (CTX-19)
+    after = select_pairs(
+        messages,
+        history_stop,
+        through=through,
+        available=budget - new_summary,
+        tokens_of=tokens_of,
+        file_tokens=auto_file_tokens,
+        floor=floor,
+    )
+    if not (after.overflow or after.floored):
+        return None  # the whole history after the summary stays: nothing to fold
+    start = _after_summary(before, conversation, messages)
+    cut = trim_excluded(messages, start, after.lo)
     if cut <= start:
         return None
-    return _Fold(start, cut)
+    if not before.overflow and mode == "full":
+        # CTX-5: a fold the request does not need must noticeably unload it.
+        used_before = profile.context_window - profile.answer_reserve - budget
+        used_before += current_summary_tokens + before.tokens
+        saved = before.tokens - after.tokens + current_summary_tokens - new_summary
+        if saved < MIN_UNLOAD_FRACTION * used_before:
+            return None
+    # The tail as sent is whole: nothing in it overflows once the fold is made.
+    after.overflow = False
+    after.overflow_pair = None
+    return _Fold(start, cut), after
+
+
+def _fold_request(
+    messages: Sequence[Message],
+    fold: _Fold,
+    profile: Profile,
+    tok: Tokenizer,
+    *,
+    running_tokens: int,
+    focus: str | None,
+    tokens_of: TokensOf,
+) -> CompactionRequest:
+    fold_tokens = tokens_between(messages, fold.start, fold.cut, tokens_of)
+    rounds, input_tokens, estimated = estimate_fold(
+        profile, tok, fold_tokens=fold_tokens, running_tokens=running_tokens, focus=focus
+    )
+    return CompactionRequest(
+        first_id=messages[fold.start].id,
+        through=messages[fold.cut - 1].id,
+        message_count=fold.cut - fold.start,
+        covered=fold.cut,
+        rounds=rounds,
+        input_tokens=input_tokens,
+        max_output_tokens=summary_cap(profile),
+        estimated_cost=estimated,
+    )
+
+
+def trim_excluded(messages: Sequence[Message], start: int, cut: int) -> int:
+    """``cut`` moved down past the excluded pairs just below it: a fold ends with a pair it
+    summarises (excluded pairs stay after the summary, unsent, CTX-15)."""
+    while cut > start:
+        first = cut - 1
+        while first > start and messages[first].role != "user":
+            first -= 1
+        if not any(messages[k].excluded for k in range(first, cut)):
+            break
+        cut = first
+    return cut
 
 
 def _after_summary(
@@ -429,9 +544,49 @@ def _after_summary(
     before reaching it."""
     if chosen.boundary is not None:
         return chosen.boundary + 1
-    if conversation.summary is None:
+    summary = conversation.summary
+    if summary is None or summary.through is None:
         return 0
-    return find_backward(messages, conversation.summary.through, chosen.lo) + 1
+    return find_backward(messages, summary.through, chosen.lo) + 1
+
+
+def manual_fold(
+    conversation: Conversation,
+    profile: Profile,
+    tok: Tokenizer,
+    *,
+    mode: Mode,
+    focus: str | None = None,
+    turn_start: str | None = None,
+) -> CompactionRequest | None:
+    """CTX-11 "Compress now": everything after the summary but the last complete pair, or
+    (CTX-21) the fold the next request needs when that is more; None: nothing to compress."""
+    messages = conversation.messages
+    summary = conversation.summary
+    stop = len(messages) if turn_start is None else find_backward(messages, turn_start, len(messages))
+    through = summary.through if summary is not None else None
+    walker = PairWalker(messages, stop, through, lambda m: count_message(m, tok))
+    pairs = list(walker)
+    cut = manual_cut(pairs)
+    automatic = _plan(conversation, profile, mode, None, turn_start, tok, focus).compaction.request
+    if cut is None:
+        return automatic
+    if automatic is not None and automatic.covered >= cut:
+        return automatic
+    start = (walker.boundary if walker.boundary is not None else -1) + 1
+    cut = trim_excluded(messages, start, cut)
+    if cut <= start:
+        return automatic
+    running = summary_tokens(summary, tok) if summary is not None else 0
+    return _fold_request(
+        messages,
+        _Fold(start, cut),
+        profile,
+        tok,
+        running_tokens=running,
+        focus=focus,
+        tokens_of=lambda m: count_message(m, tok),
+    )
 
 
 def compaction_request(
@@ -443,28 +598,10 @@ def compaction_request(
     manual: bool = False,
     tokenizer: Tokenizer | None = None,
 ) -> CompactionRequest | None:
-    """What to summarise now.
-
-    Automatic (``manual=False``): what CTX-4/CTX-5 would fold before the next request, or
-    None.  Manual (CTX-11, "Compress now"): everything after the summary except the last
-    complete pair; None ("Nothing to compress yet") with fewer than two complete pairs after
-    the last summary.  ``focus`` is passed to the summariser either way."""
+    """What to summarise now: the fold the next request needs (CTX-4, CTX-5, CTX-21), or
+    with ``manual`` what "Compress now" folds (CTX-11); None when there is nothing to fold.
+    The rounds themselves come from :func:`chatmem.context.folding.fold`."""
     tok = tokenizer if tokenizer is not None else get_tokenizer(profile.tokenizer)
-    if not manual:
-        return _plan(conversation, profile, mode, None, None, tok, focus).compaction.request
-    messages = conversation.messages
-    summary = conversation.summary
-    walker = PairWalker(
-        messages,
-        len(messages),
-        summary.through if summary is not None else None,
-        lambda m: count_message(m, tok),
-    )
-    pairs = list(walker)
-    cut = manual_cut(pairs)
-    if cut is None:
-        return None
-    start = (walker.boundary if walker.boundary is not None else -1) + 1
-    return build_request(
-        messages, start, cut, summary=summary, profile=profile, tokenizer=tok, focus=focus
-    )
+    if manual:
+        return manual_fold(conversation, profile, tok, mode=effective_mode(profile, mode), focus=focus)
+    return _plan(conversation, profile, mode, None, None, tok, focus).compaction.request

@@ -26,6 +26,7 @@ class StatusMap(Mapping[str, MessageStatus]):
         *,
         summary_through: str | None,
         boundary: int | None,
+        summarized_below: int | None = None,
     ) -> None:
         # ``explicit`` covers messages[lo:]; ``summary_through`` is set only when the mode sends
         # the summary; ``boundary`` is its index when the planner already found it.
@@ -34,13 +35,17 @@ class StatusMap(Mapping[str, MessageStatus]):
         self._explicit = explicit
         self._through = summary_through
         self._boundary = boundary
+        # A planned fold (CTX-21): every message below this index will be in the summary.
+        self._summarized_below = summarized_below
         self._expanded: dict[str, MessageStatus] | None = None
 
     def _expand(self) -> dict[str, MessageStatus]:
         if self._expanded is None:
             messages, lo = self._messages, self._lo
             boundary = -1
-            if self._through is not None:
+            if self._summarized_below is not None:
+                boundary = self._summarized_below - 1
+            elif self._through is not None:
                 known = self._boundary
                 boundary = (
                     known if known is not None else find_backward(messages, self._through, lo)

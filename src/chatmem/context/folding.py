@@ -1,0 +1,259 @@
+"""The fold driver: one compaction loop for every caller (CTX-4, CTX-5, CTX-11, CTX-12, CTX-21).
+
+Theory of operation
+-------------------
+:func:`fold` is a generator in the sans-I/O style (like httpx's ``Auth.auth_flow``): it
+*yields* :class:`~chatmem.context.compaction.SummaryRound` values — summariser requests — and
+*receives* the summariser's text through ``send``; it returns a :class:`FoldResult` when
+memory is folded as far as the plan needs.  It never calls a model.  The turn runner (async),
+"Compress now" (async) and ``chatmem context plan --compact`` (sync, a stub summariser) all
+drive this same loop; :func:`run_fold` is the sync driver.
+
+1. The plan (:func:`chatmem.context.plan.plan`) names the fold: the stored messages from the
+   summary's end up to ``covered`` (the *goal*).  "Compress now" names its own goal
+   (:func:`~chatmem.context.plan.manual_fold`).
+2. The goal is folded in rounds, oldest first.  A round takes whole pairs while its
+   transcript fits the summariser's window beside the instructions, the running summary and
+   the answer it may write (:func:`~chatmem.context.compaction.round_budget`).  Its answer is
+   the new summary: the caller stores it (``commit``) before sending the next answer, so a
+   failure at any round leaves the summary of the rounds before it, consistent with the
+   history (CTX-12).
+3. A pair too long for one round by itself is summarised in pieces: each piece's prompt
+   carries the summary so far, and only the last piece's answer is stored (``commit``), so
+   the summary never covers part of a message.
+4. At the goal the driver plans again; when the plan still wants a fold (a new summary longer
+   than estimated, say) it folds on, towards the new goal.  Every round moves past at least
+   one message or one piece of one, so the loop ends: at most one round per piece of the
+   history's text, and in practice about ``fold tokens / round budget`` rounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, replace
+
+from chatmem.context.compaction import (
+    MIN_ROUND_TOKENS,
+    SummaryRound,
+    estimate_fold,
+    instruction_tokens,
+    pair_end,
+    round_budget,
+    round_cost,
+    split_to_fit,
+    summariser_prompt,
+    summary_cap,
+    summary_tokens,
+    transcript_line,
+)
+from chatmem.context.errors import EngineError
+from chatmem.context.history import find_backward, tokens_between
+from chatmem.context.modes import effective_mode
+from chatmem.context.plan import Plan, _plan, manual_fold
+from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer, count_message, get_tokenizer
+from chatmem.context.values import Conversation, Message, Mode, Profile, Summary
+
+
+class SummariserWindowTooSmall(EngineError):
+    """The running summary leaves the summariser no room for the conversation."""
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """What a fold did: the summary it stored last (None: no round was stored), the summariser
+    calls it made, the messages it folded, and the plan after it."""
+
+    summary: Summary | None
+    rounds: int
+    folded: int
+    plan: Plan
+
+
+FoldFlow = Generator[SummaryRound, str, FoldResult]
+
+
+def fold(
+    conversation: Conversation,
+    profile: Profile,
+    *,
+    mode: Mode,
+    draft: str | None = None,
+    turn_start: str | None = None,
+    tokenizer: Tokenizer | None = None,
+    focus: str | None = None,
+    manual: bool = False,
+) -> FoldFlow:
+    """Fold ``conversation``'s memory as far as the next request needs (``manual``: as far as
+    "Compress now" does).  Yields summariser rounds, receives their texts."""
+    tok = tokenizer if tokenizer is not None else get_tokenizer(profile.tokenizer)
+    mode = effective_mode(profile, mode)
+    messages = conversation.messages
+
+    def replan(conv: Conversation) -> Plan:
+        return _plan(conv, profile, mode, draft, turn_start, tok, focus)
+
+    def tokens_of(message: Message) -> int:
+        return count_message(message, tok)
+
+    if manual:
+        request = manual_fold(conversation, profile, tok, mode=mode, focus=focus, turn_start=turn_start)
+    else:
+        request = replan(conversation).compaction.request
+    conv = conversation
+    number = 0
+    folded = 0
+    stored: Summary | None = None
+    while request is not None:
+        goal = request.covered
+        pos = _after_summary(conv)
+        if goal <= pos:
+            break
+        while pos < goal:
+            running = conv.summary
+            running_tokens = summary_tokens(running, tok) if running is not None else 0
+            budget = _budget(profile, tok, running_tokens, focus)
+            first = pos
+            lines: list[str] = []
+            used = 0
+            i = pos
+            while i < goal:
+                j = pair_end(messages, i, goal)
+                pair = messages[i:j]
+                if any(m.excluded for m in pair):
+                    i = j  # covered by the summary, never in its text (CTX-15)
+                    continue
+                cost = sum(m.tokens if m.tokens is not None else tokens_of(m) for m in pair)
+                if lines and used + cost > budget:
+                    break
+                if not lines and cost > budget:
+                    break  # too long for a round by itself: pieces, below
+                lines.extend(transcript_line(m) for m in pair)
+                used += cost
+                i = j
+            if lines:
+                number += 1
+                remaining = tokens_between(messages, i, goal, tokens_of)
+                text = yield SummaryRound(
+                    prompt=summariser_prompt(
+                        profile.instructions_role,
+                        running.text if running is not None else None,
+                        "\n\n".join(lines),
+                        focus,
+                    ),
+                    max_output_tokens=summary_cap(profile),
+                    first_id=messages[first].id,
+                    through=messages[i - 1].id,
+                    message_count=i - first,
+                    covered=i,
+                    commit=True,
+                    number=number,
+                    rounds=number + _rounds_left(profile, tok, remaining, focus),
+                    piece=None,
+                    input_tokens=instruction_tokens(tok) + running_tokens + used,
+                    estimated_cost=round_cost(profile, instruction_tokens(tok) + running_tokens + used),
+                )
+                stored = _summary(conv, text, messages[i - 1].id, focus, tok)
+                conv = replace(conv, summary=stored)
+                folded += i - first
+                pos = i
+                continue
+            if i >= goal:
+                # only excluded pairs were left: nothing to summarise (the plan trims them)
+                break
+            # One pair longer than a round: its transcript in pieces (CTX-21).
+            j = pair_end(messages, i, goal)
+            transcript = "\n\n".join(transcript_line(m) for m in messages[i:j])
+            interim = running.text if running is not None else None
+            offset = 0
+            k = 0
+            later = _budget(profile, tok, MESSAGE_OVERHEAD + summary_cap(profile), focus)
+            pieces = max(1, math.ceil(tok.count(transcript) / later))
+            while offset < len(transcript):
+                k += 1
+                interim_tokens = (
+                    MESSAGE_OVERHEAD + tok.count(interim) if interim is not None else 0
+                )
+                room = _budget(profile, tok, interim_tokens, focus)
+                chunk = split_to_fit(transcript[offset:], room, tok)
+                offset += len(chunk)
+                last = offset >= len(transcript)
+                pieces = k if last else max(pieces, k + 1)
+                number += 1
+                remaining = tokens_between(messages, j, goal, tokens_of)
+                input_tokens = instruction_tokens(tok) + interim_tokens + tok.count(chunk)
+                interim = yield SummaryRound(
+                    prompt=summariser_prompt(
+                        profile.instructions_role, interim, chunk, focus, piece=(k, pieces)
+                    ),
+                    max_output_tokens=summary_cap(profile),
+                    first_id=messages[first].id,
+                    through=messages[j - 1].id,
+                    message_count=j - first if last else 0,
+                    covered=j,
+                    commit=last,
+                    number=number,
+                    rounds=number + (pieces - k) + _rounds_left(profile, tok, remaining, focus),
+                    piece=(k, pieces),
+                    input_tokens=input_tokens,
+                    estimated_cost=round_cost(profile, input_tokens),
+                )
+            assert interim is not None
+            stored = _summary(conv, interim, messages[j - 1].id, focus, tok)
+            conv = replace(conv, summary=stored)
+            folded += j - first
+            pos = j
+        if manual:
+            break
+        following = replan(conv).compaction.request
+        if following is None or following.covered <= goal:
+            break  # folded as far as the plan wants (or no further fold is possible)
+        request = following
+    return FoldResult(summary=stored, rounds=number, folded=folded, plan=replan(conv))
+
+
+def run_fold(flow: FoldFlow, summarise: Callable[[SummaryRound], str]) -> FoldResult:
+    """Drive ``flow`` synchronously: ``summarise`` answers each round."""
+    try:
+        request = next(flow)
+        while True:
+            request = flow.send(summarise(request))
+    except StopIteration as done:
+        result: FoldResult = done.value
+        return result
+
+
+def _after_summary(conversation: Conversation) -> int:
+    summary = conversation.summary
+    if summary is None or summary.through is None:
+        return 0
+    messages = conversation.messages
+    return find_backward(messages, summary.through, len(messages)) + 1
+
+
+def _budget(profile: Profile, tok: Tokenizer, running_tokens: int, focus: str | None) -> int:
+    budget = round_budget(profile, tok, running_tokens, focus)
+    if budget < MIN_ROUND_TOKENS:
+        raise SummariserWindowTooSmall(
+            "The summary is too long for the summariser's window: edit the summary to shorten "
+            "it, or choose a summariser with a larger window."
+        )
+    return budget
+
+
+def _rounds_left(profile: Profile, tok: Tokenizer, remaining: int, focus: str | None) -> int:
+    if remaining <= 0:
+        return 0
+    rounds, _, _ = estimate_fold(
+        profile, tok, fold_tokens=remaining, running_tokens=summary_cap(profile), focus=focus
+    )
+    return rounds
+
+
+def _summary(
+    conversation: Conversation, text: str, through: str, focus: str | None, tok: Tokenizer
+) -> Summary:
+    previous = conversation.summary
+    version = previous.version + 1 if previous is not None else 1
+    summary = Summary(text=text, through=through, version=version, focus=focus)
+    return replace(summary, tokens=summary_tokens(summary, tok))
