@@ -101,9 +101,12 @@ def test_economy_folds_a_full_batch_during_a_turn_and_marks_it_CTX_4_CTX_10(
     model_server.reply("The answer.", usage=(100, 5))
     run_id = chat.start("Question 8")
     events = chat.events(run_id)
-    marker = [e for e in events if e["event"] == "compaction"]
-    assert len(marker) == 1
-    assert marker[0]["data"]["message"] == "Memory compressed — 8 earlier messages summarised"
+    compaction = [e["data"] for e in events if e["event"] == "compaction"]
+    # one round (progress), then the marker
+    assert [d["final"] for d in compaction] == [False, True]
+    assert compaction[0]["message"] == "Compressing memory… round 1 of ≈1"
+    assert compaction[1]["message"] == "Memory compressed — 8 earlier messages summarised"
+    assert (compaction[1]["count"], compaction[1]["total"]) == (8, 8)
     assert events[-1]["event"] == "done"
     answer_request = model_server.chat_requests[-1].messages
     assert any("Summary of pairs 1-4." in str(m["content"]) for m in answer_request)
@@ -133,14 +136,18 @@ def test_full_mode_history_over_the_window_compacts_first_instead_of_refusing_CT
     plan = chat.client.get(
         f"/api/v1/conversations/{chat.conversation_id}/context", headers=chat.headers
     ).json()
-    assert plan["fits"] is False and plan["compaction"]["needed"] is True
+    # CTX-21: it fits after the fold, and the plan says so before sending
+    assert plan["fits"] is True and plan["compaction"]["needed"] is True
+    assert plan["compaction"]["rounds"] >= 2
     # Every summariser round and the answer get this reply; the fold takes as many rounds
     # as the summariser's own window needs (the backlog is larger than one request).
     model_server.default_reply = "Summary: thirty detailed exchanges."
     run_id = chat.start("And now?")
     events = chat.events(run_id)
-    rounds = [e for e in events if e["event"] == "compaction"]
-    assert 1 <= len(rounds) <= 4
+    compaction = [e["data"] for e in events if e["event"] == "compaction"]
+    rounds = [d for d in compaction if not d["final"]]
+    assert len(rounds) >= 2 and compaction[-1]["final"]
+    assert [d["round"] for d in rounds] == list(range(1, len(rounds) + 1))
     assert events[-1]["event"] == "done", events
     assert chat.wait(run_id)["status"] == "completed"
     answer_request = model_server.chat_requests[-1].messages

@@ -1,21 +1,25 @@
-"""Running a compaction the engine asked for (CTX-4, CTX-5, CTX-9 … CTX-12).
+"""Driving the engine's fold (CTX-4, CTX-5, CTX-9 … CTX-12, CTX-21).
 
-The engine describes the work (:class:`chatmem.context.CompactionRequest`: the summariser
-prompt, the range it covers); this module makes the model call through the summariser
-profile and stores the result.  Atomicity is the whole point (CTX-12): nothing is written
-until the summary text is in hand, and then the new summary version and its ledger row are
-written in one transaction.  A provider error, a timeout, a stop or a killed process
-therefore leave the previous summary and the history exactly as they were.
+The engine decides every round (:func:`chatmem.context.folding.fold`, a sans-I/O generator):
+this module makes each summariser call through the summariser profile, stores each round's
+summary as it comes, and tells the feed how far it got.  Atomicity is per round (CTX-12):
+nothing is written until a round's text is in hand, and then the new summary version and its
+ledger row are written in one transaction; an intermediate piece of a long message is billed
+but stored nowhere.  A provider error, a timeout, a stop or a killed process therefore leave
+the summary of the last stored round and the whole history.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import anyio
 from sqlalchemy import func, select
 
+from chatmem.context import folding
+from chatmem.context.compaction import SummaryRound
 from chatmem.errors import ProviderError, ProviderUnreachable
 from chatmem.models.client import ModelClient
 from chatmem.models.ssrf import EndpointPolicy
@@ -29,22 +33,33 @@ from chatmem.turns.dbwork import work
 from chatmem.turns.inputs import ModelTarget, TurnInputs, price
 
 MARKER = "Memory compressed — {n} earlier messages summarised"
+PROGRESS = "Compressing memory… round {i} of ≈{n}"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class CompactionOutcome:
+    """A fold, done: the summary stored last and how much it covers."""
+
     summary_id: str
     version: int
     through: str
+    #: Messages this fold summarised, and messages the summary covers in all.
     message_count: int
+    total: int
+    rounds: int
     cost: float
     text: str
     focus: str | None
 
     def event_data(self) -> dict[str, Any]:
         return {
-            "message": MARKER.format(n=self.message_count),
+            "message": MARKER.format(n=self.total),
             "count": self.message_count,
+            "total": self.total,
+            "round": self.rounds,
+            "rounds": self.rounds,
+            "final": True,
             "summary_id": self.summary_id,
             "summary_version": self.version,
             "through": self.through,
@@ -90,82 +105,217 @@ class ModelClients:
             await client.aclose()
 
 
-async def run_compaction(
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+async def _direct(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+async def run_fold(
     db: Database,
     settings: Settings,
     inputs: TurnInputs,
     *,
-    request: Any,
     kind: str,
     user_id: str,
     run_id: str | None = None,
     focus: str | None = None,
+    manual: bool = False,
+    turn_start: str | None = None,
     clients: ModelClients | None = None,
-) -> CompactionOutcome:
-    """Summarise through the summariser profile and store a new summary version."""
+    emit: Emit | None = None,
+    race: Callable[[Awaitable[Any]], Awaitable[Any]] = _direct,
+) -> CompactionOutcome | None:
+    """Fold ``inputs``' conversation as far as the engine says, storing each round.
+
+    ``inputs.conversation`` must hold its messages in memory (``load_inputs(materialize=True)``):
+    the summariser calls happen outside any transaction.  ``emit`` receives a ``compaction``
+    event per round (``final`` false) and one at the end; ``race`` wraps each model call
+    (the turn races it against Stop).  Returns None when there was nothing to fold."""
     target = inputs.summarizer
     client = clients(target) if clients is not None else client_for(target, settings)
+    flow = folding.fold(
+        inputs.conversation,
+        inputs.profile,
+        mode=inputs.mode,  # type: ignore[arg-type]
+        turn_start=turn_start,
+        tokenizer=inputs.tokenizer,
+        focus=focus,
+        manual=manual,
+    )
+    last: CompactionOutcome | None = None
+    folded = 0
+    spent = 0.0
+    try:
+        try:
+            request = next(flow)
+        except StopIteration:
+            return None
+        while True:
+            answer, cost = await race(_summarise(client, target, settings, inputs, request))
+            spent += cost
+            if request.commit:
+                folded += request.message_count
+                last = await work(
+                    db,
+                    _store_round,
+                    inputs,
+                    target,
+                    request,
+                    answer,
+                    focus,
+                    kind,
+                    user_id,
+                    run_id,
+                    cost,
+                )
+                last = replace(last, message_count=folded, cost=spent)
+            else:
+                await work(db, _ledger, target, inputs, answer, kind, user_id, run_id, cost)
+            if emit is not None:
+                await emit("compaction", _progress(request, folded, last))
+            try:
+                request = flow.send(answer.text)
+            except StopIteration:
+                break
+    finally:
+        flow.close()
+        if clients is None:
+            await client.aclose()
+    if last is not None and emit is not None:
+        await emit("compaction", last.event_data())
+    return last
+
+
+def _progress(
+    request: SummaryRound, folded: int, last: CompactionOutcome | None
+) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "message": PROGRESS.format(i=request.number, n=max(request.rounds, request.number)),
+        "count": folded,
+        "total": last.total if last is not None else 0,
+        "round": request.number,
+        "rounds": max(request.rounds, request.number),
+        "final": False,
+    }
+    if request.piece is not None:
+        data["piece"] = list(request.piece)
+    if last is not None:
+        data.update(summary_id=last.summary_id, summary_version=last.version, through=last.through)
+    return data
+
+
+async def _summarise(
+    client: ModelClient,
+    target: ModelTarget,
+    settings: Settings,
+    inputs: TurnInputs,
+    request: SummaryRound,
+) -> tuple[_Answer, float]:
     try:
         with anyio.fail_after(settings.model_timeout):
-            completion = await client.complete(list(request.prompt))
+            completion = await client.complete(
+                list(request.prompt), max_tokens=request.max_output_tokens
+            )
     except TimeoutError:
         raise ProviderUnreachable(
             "The summariser did not answer in time; memory is unchanged."
         ) from None
-    finally:
-        if clients is None:
-            await client.aclose()
     text = completion.text.strip()
     if not text:
         raise ProviderError("The summariser returned an empty summary; memory is unchanged.")
-    prompt_tokens = completion.usage.prompt_tokens if completion.usage else 0
-    completion_tokens = completion.usage.completion_tokens if completion.usage else 0
+    # PROV-1: a server that reports no usage is counted here, never recorded as free.
+    usage = completion.usage
+    prompt_tokens = usage.prompt_tokens if usage and usage.prompt_tokens else request.input_tokens
+    completion_tokens = (
+        usage.completion_tokens
+        if usage and usage.completion_tokens
+        else inputs.tokenizer.count(text)
+    )
     cost = price(target.engine_profile.prices, prompt_tokens, completion_tokens)
+    return _Answer(text, prompt_tokens, completion_tokens), cost
 
-    def store(session: Any) -> CompactionOutcome:
-        version = (
-            session.scalar(
-                select(func.max(Summary.version)).where(
-                    Summary.conversation_id == inputs.conversation_id
-                )
+
+@dataclass(frozen=True)
+class _Answer:
+    """The summariser's text with its token counts."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _ledger(
+    session: Any,
+    target: ModelTarget,
+    inputs: TurnInputs,
+    answer: _Answer,
+    kind: str,
+    user_id: str,
+    run_id: str | None,
+    cost: float,
+) -> None:
+    runs.record_usage(
+        session,
+        user_id=user_id,
+        conversation_id=inputs.conversation_id,
+        run_id=run_id,
+        kind=kind,
+        profile_id=target.profile_id,
+        model=target.model,
+        prompt_tokens=int(answer.prompt_tokens),
+        completion_tokens=int(answer.completion_tokens),
+        cost=cost,
+    )
+
+
+def _store_round(
+    session: Any,
+    inputs: TurnInputs,
+    target: ModelTarget,
+    request: SummaryRound,
+    answer: _Answer,
+    focus: str | None,
+    kind: str,
+    user_id: str,
+    run_id: str | None,
+    cost: float,
+) -> CompactionOutcome:
+    """One round's summary version and its ledger row, in one transaction (CTX-12)."""
+    text = answer.text
+    version = (
+        session.scalar(
+            select(func.max(Summary.version)).where(
+                Summary.conversation_id == inputs.conversation_id
             )
-            or 0
-        ) + 1
-        row = Summary(
-            conversation_id=inputs.conversation_id,
-            version=version,
-            first_message_id=getattr(request, "first_id", None),
-            through_message_id=request.through,
-            message_count=int(getattr(request, "message_count", 0)),
-            text=text,
-            focus=focus,
-            cost=cost,
-            model=target.model,
-            created_at=utcnow(),
-            **counts_for_text(text),
         )
-        session.add(row)
-        runs.record_usage(
-            session,
-            user_id=user_id,
-            conversation_id=inputs.conversation_id,
-            run_id=run_id,
-            kind=kind,
-            profile_id=target.profile_id,
-            model=target.model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost=cost,
-        )
-        session.flush()
-        return CompactionOutcome(
-            summary_id=row.id,
-            version=version,
-            through=request.through,
-            message_count=row.message_count,
-            cost=cost,
-            text=text,
-            focus=focus,
-        )
-
-    return await work(db, store)
+        or 0
+    ) + 1
+    row = Summary(
+        conversation_id=inputs.conversation_id,
+        version=version,
+        first_message_id=request.first_id,
+        through_message_id=request.through,
+        message_count=request.covered,
+        text=text,
+        focus=focus,
+        cost=cost,
+        model=target.model,
+        created_at=utcnow(),
+        **counts_for_text(text),
+    )
+    session.add(row)
+    _ledger(session, target, inputs, answer, kind, user_id, run_id, cost)
+    session.flush()
+    return CompactionOutcome(
+        summary_id=row.id,
+        version=version,
+        through=request.through,
+        message_count=request.message_count,
+        total=request.covered,
+        rounds=request.number,
+        cost=cost,
+        text=text,
+        focus=focus,
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -66,6 +66,8 @@ class TurnInputs:
     #: How many MCP servers are enabled (read with the conversation): none, and a new turn
     #: need not list them.
     mcp_servers: int = 0
+    #: The tokenizer the plan counted with (the profile's, calibrated, CTX-2).
+    tokenizer: Any = None
 
     @property
     def profile(self) -> Profile:
@@ -239,9 +241,12 @@ def load_inputs(
     secrets: Any = None,
     profile_override: str | None = None,
     live_only: bool = False,
+    materialize: bool = False,
 ) -> TurnInputs:
     """The inputs of one model step.  With ``user_id`` the conversation must be theirs
-    (STORE-1); with ``live_only`` it must not be archived either (a new turn)."""
+    (STORE-1); with ``live_only`` it must not be archived either (a new turn).  With
+    ``materialize`` the messages are read into memory (a fold uses them after the
+    transaction; otherwise they are a lazy view of it)."""
     # One connection for every statement below (asking the session for it each time costs
     # more than most of the statements).
     connection = connection_of(session)
@@ -267,7 +272,10 @@ def load_inputs(
         has_summary=bool(row.summaries),
         has_files=bool(row.files),
     )
+    if materialize:
+        conversation = replace(conversation, messages=list(conversation.messages))
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
+    tokenizer = calibrated_tokenizer(connection, target)
     plan = (
         engine.plan(
             conversation,
@@ -275,7 +283,7 @@ def load_inputs(
             mode=mode,
             draft=draft,
             turn_start=turn_start,
-            tokenizer=calibrated_tokenizer(connection, target),
+            tokenizer=tokenizer,
         )
         if with_plan
         else None
@@ -294,6 +302,7 @@ def load_inputs(
         summarizer=summarizer_target(connection, row.user_id, target, secrets),
         plan_tokens_used=int(plan.tokens.used) if plan is not None else 0,
         mcp_servers=int(row.mcp_servers or 0),
+        tokenizer=tokenizer,
     )
 
 

@@ -39,7 +39,7 @@ from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.types import new_id
 from chatmem.turns import runs
-from chatmem.turns.compaction import CompactionOutcome, ModelClients, run_compaction
+from chatmem.turns.compaction import ModelClients, run_fold
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.dbwork import read, work
 from chatmem.turns.inputs import TurnInputs, load_inputs, store_message
@@ -48,8 +48,9 @@ from chatmem.turns.tools import ToolBox, ToolOutcome
 
 log = logging.getLogger(__name__)
 
-#: Most summariser requests one model step may make to bring a long backlog under the window.
-MAX_COMPACTION_ROUNDS = 4
+#: Folds one model step may start.  One fold makes as many rounds as it needs; a second
+#: runs only when the stored summary came out longer than the engine counted on.
+FOLD_ATTEMPTS = 3
 T = TypeVar("T")
 
 GUARD_MESSAGE = (
@@ -65,6 +66,16 @@ NOT_RUN = "Not run: the per-turn limit of {limit} tool calls was reached."
 
 class _Stopped(Exception):
     """Raised inside the turn when the stop signal fires."""
+
+
+class MemoryNotFolded(ChatmemError):
+    code = "does_not_fit"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The memory could not be compressed enough for this request: the summaries came "
+            "out longer than the model's window allows. Compress now, or start a new chat."
+        )
 
 
 @dataclass
@@ -198,18 +209,17 @@ class TurnRunner:
             inputs = (
                 first if first is not None and not toolbox.schemas else await self._inputs(toolbox)
             )
-            plan = inputs.plan
-            # One summariser request folds what fits the summariser's window; a long backlog
-            # may need a few rounds before the request fits (CTX-5, CTX-19).
-            rounds = 0
-            while plan.compaction.request is not None and (rounds == 0 or not plan.fits):
-                if rounds == MAX_COMPACTION_ROUNDS:
+            # CTX-21: the engine's fold driver folds as far as the request needs, in as many
+            # summariser rounds as that takes; then the stored memory is planned again.
+            for _ in range(FOLD_ATTEMPTS):
+                if not inputs.plan.compaction.needed or not inputs.plan.fits:
                     break
-                await self._compact(inputs)
-                rounds += 1
+                await self._fold(toolbox)
                 inputs = await self._inputs(toolbox)
-                plan = inputs.plan
+            plan = inputs.plan
             plan.require_fit()
+            if plan.compaction.needed:
+                raise MemoryNotFolded()
             self._tally.iterations += 1
             _text, calls = await self._answer(inputs)
             if not calls:
@@ -217,7 +227,7 @@ class TurnRunner:
             if not await self._tools(toolbox, calls):
                 return await self._guard(f"{settings.turn_max_tool_calls} tool calls")
 
-    async def _inputs(self, toolbox: ToolBox) -> TurnInputs:
+    async def _inputs(self, toolbox: ToolBox, *, materialize: bool = False) -> TurnInputs:
         def load(session: Any) -> TurnInputs:
             return load_inputs(
                 session,
@@ -226,24 +236,25 @@ class TurnRunner:
                 self.job.user_message_id,
                 secrets=self._secrets,
                 profile_override=self.job.profile_override,
+                materialize=materialize,
             )
 
         return await read(self._db, load)
 
-    async def _compact(self, inputs: TurnInputs) -> None:
-        outcome: CompactionOutcome = await self._race_stop(
-            run_compaction(
-                self._db,
-                self._settings,
-                inputs,
-                request=inputs.plan.compaction.request,
-                kind="summary" if inputs.mode == "economy" else "compaction",
-                user_id=self.job.user_id,
-                run_id=self.job.run_id,
-                clients=self._clients,
-            )
+    async def _fold(self, toolbox: ToolBox) -> None:
+        inputs = await self._inputs(toolbox, materialize=True)
+        await run_fold(
+            self._db,
+            self._settings,
+            inputs,
+            kind="summary" if inputs.mode == "economy" else "compaction",
+            user_id=self.job.user_id,
+            run_id=self.job.run_id,
+            turn_start=self.job.user_message_id,
+            clients=self._clients,
+            emit=self._journal.emit,
+            race=self._race_stop,
         )
-        await self._journal.emit("compaction", outcome.event_data())
 
     async def _answer(self, inputs: TurnInputs) -> tuple[str, list[ToolCall]]:
         client = self._model_factory(inputs)

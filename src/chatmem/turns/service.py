@@ -478,15 +478,33 @@ def stale_before(seconds: float) -> Any:
 
 
 def _compaction_plan(
-    session: Any, user_id: str, conversation_id: str, focus: str | None, secrets: Any = None
+    session: Any,
+    user_id: str,
+    conversation_id: str,
+    focus: str | None,
+    secrets: Any = None,
+    materialize: bool = False,
 ) -> tuple[TurnInputs, Any]:
+    """CTX-11: what "Compress now" would fold (the engine's manual fold), and the inputs."""
     from chatmem import context as engine
 
     inputs = load_inputs(
-        session, conversation_id, user_id=user_id, with_plan=False, secrets=secrets
+        session,
+        conversation_id,
+        user_id=user_id,
+        with_plan=False,
+        secrets=secrets,
+        materialize=materialize,
     )
+    if inputs.profile.stateless:
+        return inputs, None  # CTX-7: nothing is remembered, so nothing is compressed
     request = engine.compaction_request(
-        inputs.conversation, inputs.profile, mode=cast(Mode, inputs.mode), focus=focus, manual=True
+        inputs.conversation,
+        inputs.profile,
+        mode=cast(Mode, inputs.mode),
+        focus=focus,
+        manual=True,
+        tokenizer=inputs.tokenizer,
     )
     return inputs, request
 
@@ -507,6 +525,7 @@ async def compaction_price(
         "price": round(float(request.estimated_cost), 8),
         "currency": "USD",
         "message_count": int(request.message_count),
+        "rounds": int(request.rounds),
     }
 
 
@@ -514,13 +533,13 @@ async def compact_now(
     service: TurnService, user_id: str, conversation_id: str, focus: str | None
 ) -> dict[str, Any]:
     from chatmem.errors import NothingToCompress
-    from chatmem.turns.compaction import run_compaction
+    from chatmem.turns.compaction import run_fold
 
     await service._read(owned_conversation_row, user_id, conversation_id)
     token = await service._take_lock(user_id, conversation_id, for_turn=False)
     try:
         inputs, request = await service._read(
-            _compaction_plan, user_id, conversation_id, focus, service.secrets
+            _compaction_plan, user_id, conversation_id, focus, service.secrets, True
         )
         if request is None:
             raise NothingToCompress()
@@ -529,16 +548,18 @@ async def compact_now(
         await service._read(
             check_can_spend, user_id, service.settings, float(request.estimated_cost)
         )
-        outcome = await run_compaction(
+        outcome = await run_fold(
             service.db,
             service.settings,
             inputs,
-            request=request,
             kind="compaction",
             user_id=user_id,
             focus=focus,
+            manual=True,
             clients=service.clients,
         )
+        if outcome is None:
+            raise NothingToCompress()
     finally:
         await service.coordinator.release(lock_name(conversation_id), token)
     return {**outcome.public(), "price": round(float(request.estimated_cost), 8), "currency": "USD"}

@@ -20,22 +20,22 @@ down_revision = "0003_runs"
 branch_labels = None
 depends_on = None
 
-KNOBS = (
-    sa.Column("economy_pairs", sa.Integer(), nullable=True),
-    sa.Column("economy_batch", sa.Integer(), nullable=True),
-    sa.Column("full_threshold_fraction", sa.Float(), nullable=True),
-    sa.Column("full_threshold_cap", sa.Integer(), nullable=True),
-    sa.Column("full_keep_messages", sa.Integer(), nullable=True),
-    sa.Column("window_messages", sa.Integer(), nullable=True),
-    sa.Column("window_chars", sa.Integer(), nullable=True),
-    sa.Column("instructions_role", sa.String(16), nullable=True),
+KNOBS: tuple[tuple[str, sa.types.TypeEngine[object]], ...] = (
+    ("economy_pairs", sa.Integer()),
+    ("economy_batch", sa.Integer()),
+    ("full_threshold_fraction", sa.Float()),
+    ("full_threshold_cap", sa.Integer()),
+    ("full_keep_messages", sa.Integer()),
+    ("window_messages", sa.Integer()),
+    ("window_chars", sa.Integer()),
+    ("instructions_role", sa.String(16)),
 )
 
 
 def upgrade() -> None:
     with op.batch_alter_table("profiles") as batch:
-        for column in KNOBS:
-            batch.add_column(column.copy())
+        for name, type_ in KNOBS:
+            batch.add_column(sa.Column(name, type_, nullable=True))
         batch.alter_column("answer_reserve", existing_type=sa.Integer(), nullable=True)
     op.execute("UPDATE profiles SET answer_reserve = NULL WHERE answer_reserve = 4096")
     with op.batch_alter_table("summaries") as batch:
@@ -53,5 +53,5 @@ def downgrade() -> None:
     op.execute("UPDATE profiles SET answer_reserve = 4096 WHERE answer_reserve IS NULL")
     with op.batch_alter_table("profiles") as batch:
         batch.alter_column("answer_reserve", existing_type=sa.Integer(), nullable=False)
-        for column in reversed(KNOBS):
-            batch.drop_column(column.name)
+        for name, _ in reversed(KNOBS):
+            batch.drop_column(name)
