@@ -143,6 +143,15 @@ _POSITION = select(Message.seq).where(
 
 
 @cache
+def _token_sum_statement(tokens_column: str) -> Any:
+    return select(func.coalesce(func.sum(getattr(Message, tokens_column)), 0)).where(
+        Message.conversation_id == bindparam("cid"),
+        Message.seq >= bindparam("low"),
+        Message.seq < bindparam("high"),
+    )
+
+
+@cache
 def _page_columns(tokens_column: str) -> tuple[Any, ...]:
     return (
         Message.id,
@@ -289,6 +298,29 @@ class LazyMessages(Sequence[EngineMessage]):
             return self._seqs.index(seq)
         return seq - self._first
 
+    # The engine's ``CountedHistory`` protocol (chatmem.context.history): a long backlog's size
+    # and the summary's position come from the index, not from loading every message.
+    index_of = position_of
+
+    def tokens_between(self, start: int, stop: int) -> int:
+        """Sum of the cached counts of ``self[start:stop]``, by one indexed aggregate."""
+        start, stop = max(0, start), min(stop, self._length)
+        if stop <= start:
+            return 0
+        if self._seqs is not None:
+            return sum(message.tokens or 0 for message in self[start:stop])
+        return int(
+            self._connection.execute(
+                _token_sum_statement(self._tokens_column),
+                {
+                    "cid": self._conversation_id,
+                    "low": self._first + start,
+                    "high": self._first + stop,
+                },
+            ).scalar()
+            or 0
+        )
+
     def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
         if isinstance(value, EngineMessage):
             found = self.position_of(value.id)
@@ -326,8 +358,12 @@ def load_engine_conversation(
     messages = LazyMessages(connection, conversation_id, column, bounds=bounds)
     summary_row = latest_summary(connection, conversation_id) if has_summary else None
     summary = None
-    if summary_row is not None and messages.position_of(summary_row.through_message_id) is not None:
+    if summary_row is not None and (
+        # NULL: carried into a continued conversation, covering none of its messages (CTX-23).
+        summary_row.through_message_id is None
         # A summary whose last covered message was evicted by the quota covers nothing left.
+        or messages.position_of(summary_row.through_message_id) is not None
+    ):
         summary = EngineSummary(
             text=summary_row.text,
             through=summary_row.through_message_id,
