@@ -318,13 +318,14 @@ def summary_rows(
         while version in versions:  # a hand-written export may repeat versions
             version += 1
         versions.add(version)
+        through = summary.through  # None: carried from another conversation (CTX-23)
         yield {
             "id": new_id(),
             "conversation_id": cid,
             "version": version,
-            "first_message_id": mids[first] if first else None,
-            "through_message_id": mids[summary.through],
-            "message_count": position[summary.through] + 1,
+            "first_message_id": mids[first] if first and through is not None else None,
+            "through_message_id": mids[through] if through is not None else None,
+            "message_count": position[through] + 1 if through is not None else 0,
             "text": clean(summary.text),
             "focus": summary.focus,
             "cost": float(summary.cost or 0.0),

@@ -12,7 +12,9 @@ so import accepts exactly what ``chatmem context plan`` accepts), then checked f
 for what the store needs beyond the engine and becomes an :class:`ImportedConversation`; a mistake names the
 conversation and the field.  Besides the CONTRACT fields the reader accepts what the writer
 adds for a lossless round trip: ``summaries`` (history, oldest first), ``created_at`` /
-``updated_at``, ``tool_calls`` / ``tool_call_id`` on messages.
+``updated_at``, ``tool_calls`` / ``tool_call_id`` on messages.  A summary's ``through`` may be
+null: a conversation continued from another one's summary (CTX-23) starts with a summary
+that covers none of its messages.
 """
 
 from __future__ import annotations
@@ -222,8 +224,9 @@ def _summary(
 ) -> ImportedSummary:
     check = _Check(f"{parent.where}, summary")
     text = check.string(data, "text", required=True) or ""
-    through = check.string(data, "through", required=True) or ""
-    if through not in known:
+    # null: a summary carried from another conversation that covers none of these (CTX-23).
+    through = check.string(data, "through")
+    if through is not None and through not in known:
         raise check.fail("through", f"names message {through!r}, which is not in the conversation")
     version = data.get("version", default_version)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:

@@ -39,7 +39,7 @@ class ImportedMessage:
 @dataclass(frozen=True)
 class ImportedSummary:
     text: str
-    through: str  # a message id of the same conversation
+    through: str | None  # a message id of the same conversation; None: covers none (CTX-23)
     version: int = 1
     focus: str | None = None
     created_at: datetime | None = None

@@ -24,6 +24,7 @@ ROUTE_MODULES = [
     "profiles",
     "mcp_servers",
     "compaction",
+    "summary",
     "usage",
 ]
 

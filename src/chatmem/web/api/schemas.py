@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from chatmem.store.summaries import is_edited
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Folder, Message, Summary
 from chatmem.store.types import iso
@@ -51,6 +52,8 @@ def conversation_public(conversation: Conversation, **extra: Any) -> dict[str, A
         "updated_at": iso(conversation.updated_at),
         "last_active_at": iso(conversation.last_active_at),
         "archived": conversation.archived_at is not None,
+        # CTX-23: the conversation this one was continued from, if any.
+        "source_conversation_id": conversation.source_conversation_id,
         **extra,
     }
 
@@ -82,6 +85,7 @@ def summary_public(summary: Summary, tokens_column: str) -> dict[str, Any]:
         "cost": summary.cost,
         "tokens": getattr(summary, tokens_column),
         "created_at": iso(summary.created_at),
+        "edited": is_edited(summary),  # CTX-23: a version the user wrote
     }
 
 
