@@ -55,6 +55,10 @@ from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer, count_message, g
 from chatmem.context.values import Conversation, Message, Mode, Profile, Summary
 
 
+#: Tokens allowed for the blank line between two transcript lines and a word split at a join.
+SEPARATOR_TOKENS = 3
+
+
 class SummariserWindowTooSmall(EngineError):
     """The running summary leaves the summariser no room for the conversation."""
 
@@ -123,12 +127,15 @@ def fold(
                 if any(m.excluded for m in pair):
                     i = j  # covered by the summary, never in its text (CTX-15)
                     continue
-                cost = sum(m.tokens if m.tokens is not None else tokens_of(m) for m in pair)
+                # The transcript as written is counted (labels and separators included):
+                # the round must fit the summariser's window as it will be sent.
+                pair_lines = [transcript_line(m) for m in pair]
+                cost = sum(tok.count(line) + SEPARATOR_TOKENS for line in pair_lines)
                 if lines and used + cost > budget:
                     break
                 if not lines and cost > budget:
                     break  # too long for a round by itself: pieces, below
-                lines.extend(transcript_line(m) for m in pair)
+                lines.extend(pair_lines)
                 used += cost
                 i = j
             if lines:
