@@ -236,7 +236,11 @@ def test_ctx9_compaction_prompt_is_structured_with_previous_summary_and_focus() 
     request = compaction_request(c, Profile(), mode="full", manual=True, focus="the budget")
     assert request is not None
     first = next(fold(c, Profile(), mode="full", manual=True, focus="the budget"))
-    assert (first.first_id, first.through, first.commit) == (request.first_id, request.through, True)
+    assert (first.first_id, first.through, first.commit) == (
+        request.first_id,
+        request.through,
+        True,
+    )
     system, user = first.prompt
     for section in SUMMARY_SECTIONS:
         assert section in system["content"]

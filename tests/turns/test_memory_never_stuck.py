@@ -22,7 +22,22 @@ from chatmem.context.compaction import SUMMARY_INSTRUCTIONS
 from chatmem.context.tokens import MESSAGE_OVERHEAD
 
 ESTIMATE = get_tokenizer("estimate")
-WORDS = "the budget for the kitchen is 12,500 euros and the tiles are grey oak".split()
+WORDS = [
+    "the",
+    "budget",
+    "for",
+    "the",
+    "kitchen",
+    "is",
+    "12,500",
+    "euros",
+    "and",
+    "the",
+    "tiles",
+    "are",
+    "grey",
+    "oak",
+]
 
 
 def text_of(tokens: int, seed: int = 0) -> str:

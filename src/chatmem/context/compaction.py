@@ -195,8 +195,7 @@ def estimate_fold(
     estimated = 0.0
     if not prices.free:
         estimated = round(
-            cost(input_tokens, prices.input_per_mtok)
-            + cost(rounds * cap, prices.output_per_mtok),
+            cost(input_tokens, prices.input_per_mtok) + cost(rounds * cap, prices.output_per_mtok),
             8,
         )
     return rounds, input_tokens, estimated

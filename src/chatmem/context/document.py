@@ -153,7 +153,9 @@ def _profile(value: Any, where: str) -> Profile:
     keep = _int(obj, "full_keep_last", where, defaults.full_keep_messages, 0)  # older name
     role = obj.get("instructions_role") or defaults.instructions_role
     if role not in INSTRUCTIONS_ROLES:
-        raise _fail(f"{where}.instructions_role", f"expected one of {', '.join(INSTRUCTIONS_ROLES)}")
+        raise _fail(
+            f"{where}.instructions_role", f"expected one of {', '.join(INSTRUCTIONS_ROLES)}"
+        )
     fraction = obj.get("full_threshold_fraction", defaults.full_threshold_fraction)
     if (
         isinstance(fraction, bool)

@@ -54,7 +54,6 @@ from chatmem.context.plan import Plan, _plan, manual_fold
 from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer, count_message, get_tokenizer
 from chatmem.context.values import Conversation, Message, Mode, Profile, Summary
 
-
 #: Tokens allowed for the blank line between two transcript lines and a word split at a join.
 SEPARATOR_TOKENS = 3
 
@@ -101,7 +100,9 @@ def fold(
         return count_message(message, tok)
 
     if manual:
-        request = manual_fold(conversation, profile, tok, mode=mode, focus=focus, turn_start=turn_start)
+        request = manual_fold(
+            conversation, profile, tok, mode=mode, focus=focus, turn_start=turn_start
+        )
     else:
         request = replan(conversation).compaction.request
     conv = conversation
@@ -158,7 +159,9 @@ def fold(
                     rounds=number + _rounds_left(profile, tok, remaining, focus),
                     piece=None,
                     input_tokens=instruction_tokens(tok) + running_tokens + used,
-                    estimated_cost=round_cost(profile, instruction_tokens(tok) + running_tokens + used),
+                    estimated_cost=round_cost(
+                        profile, instruction_tokens(tok) + running_tokens + used
+                    ),
                 )
                 stored = _summary(conv, text, messages[i - 1].id, focus, tok)
                 conv = replace(conv, summary=stored)
@@ -178,9 +181,7 @@ def fold(
             pieces = max(1, math.ceil(tok.count(transcript) / later))
             while offset < len(transcript):
                 k += 1
-                interim_tokens = (
-                    MESSAGE_OVERHEAD + tok.count(interim) if interim is not None else 0
-                )
+                interim_tokens = MESSAGE_OVERHEAD + tok.count(interim) if interim is not None else 0
                 room = _budget(profile, tok, interim_tokens, focus)
                 chunk = split_to_fit(transcript[offset:], room, tok)
                 offset += len(chunk)

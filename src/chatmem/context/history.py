@@ -111,9 +111,7 @@ class CountedHistory(Protocol):
         ...
 
 
-def tokens_between(
-    messages: Sequence[Message], start: int, stop: int, tokens_of: TokensOf
-) -> int:
+def tokens_between(messages: Sequence[Message], start: int, stop: int, tokens_of: TokensOf) -> int:
     """Tokens of ``messages[start:stop]`` (cached counts): from the sequence when it can
     say, else summed here."""
     if stop <= start:

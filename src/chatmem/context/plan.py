@@ -77,8 +77,8 @@ from chatmem.context.tokens import (
 from chatmem.context.values import (
     Conversation,
     File,
-    InstructionsRole,
     FileStatus,
+    InstructionsRole,
     Level,
     Message,
     MessageStatus,
@@ -563,7 +563,9 @@ def manual_fold(
     (CTX-21) the fold the next request needs when that is more; None: nothing to compress."""
     messages = conversation.messages
     summary = conversation.summary
-    stop = len(messages) if turn_start is None else find_backward(messages, turn_start, len(messages))
+    stop = (
+        len(messages) if turn_start is None else find_backward(messages, turn_start, len(messages))
+    )
     through = summary.through if summary is not None else None
     walker = PairWalker(messages, stop, through, lambda m: count_message(m, tok))
     pairs = list(walker)
@@ -603,5 +605,7 @@ def compaction_request(
     The rounds themselves come from :func:`chatmem.context.folding.fold`."""
     tok = tokenizer if tokenizer is not None else get_tokenizer(profile.tokenizer)
     if manual:
-        return manual_fold(conversation, profile, tok, mode=effective_mode(profile, mode), focus=focus)
+        return manual_fold(
+            conversation, profile, tok, mode=effective_mode(profile, mode), focus=focus
+        )
     return _plan(conversation, profile, mode, None, None, tok, focus).compaction.request

@@ -124,9 +124,7 @@ class Profile:
 
     def __post_init__(self) -> None:
         if self.answer_reserve is None:
-            object.__setattr__(
-                self, "answer_reserve", default_answer_reserve(self.context_window)
-            )
+            object.__setattr__(self, "answer_reserve", default_answer_reserve(self.context_window))
 
     @property
     def summarizer_context(self) -> int:

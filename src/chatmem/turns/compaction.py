@@ -105,7 +105,7 @@ class ModelClients:
             await client.aclose()
 
 
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+Emit = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 async def _direct(awaitable: Awaitable[T]) -> T:
@@ -188,9 +188,7 @@ async def run_fold(
     return last
 
 
-def _progress(
-    request: SummaryRound, folded: int, last: CompactionOutcome | None
-) -> dict[str, Any]:
+def _progress(request: SummaryRound, folded: int, last: CompactionOutcome | None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "message": PROGRESS.format(i=request.number, n=max(request.rounds, request.number)),
         "count": folded,

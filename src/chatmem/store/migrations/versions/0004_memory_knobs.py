@@ -12,6 +12,8 @@ Revises: 0003_runs
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -20,7 +22,7 @@ down_revision = "0003_runs"
 branch_labels = None
 depends_on = None
 
-KNOBS: tuple[tuple[str, sa.types.TypeEngine[object]], ...] = (
+KNOBS: tuple[tuple[str, sa.types.TypeEngine[Any]], ...] = (
     ("economy_pairs", sa.Integer()),
     ("economy_batch", sa.Integer()),
     ("full_threshold_fraction", sa.Float()),
