@@ -2,7 +2,9 @@
    DOM at first, older ones are prepended as the reader scrolls up (or presses "Load earlier
    messages"), so a conversation of thousands of messages opens as fast as a short one.
    Memory status (CTX-14) comes from the plan: every message not sent verbatim is dimmed and
-   carries an "Out of memory" label that opens the memory window. */
+   carries an "Out of memory" label that opens the memory window.  The compaction marker
+   (CTX-10) comes from the stored summary, or live from a run's `compaction` events; its
+   "Show summary" reads the summary and lets the user edit it (CTX-23). */
 (function () {
   "use strict";
   const { el, api, toast } = window.chatmem;
@@ -13,6 +15,7 @@
   const older = document.getElementById("load-older");
   const messageTemplate = document.getElementById("message-template");
   const markerTemplate = document.getElementById("compaction-template");
+  const progressTemplate = document.getElementById("compaction-progress-template");
 
   const REASONS = {
     summarized: "Summarised: the model gets the summary instead of this message",
@@ -20,7 +23,11 @@
     out_of_memory: "Does not fit in the memory, or memory is off",
   };
 
-  const state = { conversationId: "", all: [], firstRendered: 0, status: {}, summary: null, nodes: new Map(), toolNames: new Map() };
+  const state = {
+    conversationId: "", sourceId: "", all: [], firstRendered: 0, status: {}, summary: null,
+    nodes: new Map(), toolNames: new Map(), liveNode: null, progress: null,
+  };
+  const num = (x) => typeof x === "number" && isFinite(x);
 
   function statusOf(m) {
     return state.status[m.id] || m.status || m.memory_status || (m.excluded ? "excluded" : "in_memory");
@@ -99,54 +106,205 @@
     } catch (err) { toast(err.message); }
   }
 
+  /* How many messages the stored summary covers in total: its `message_count`, else (older
+     data) the position of the last message it covers, summaries covering a prefix (CTX-9). */
   function summarizedCount() {
-    if (state.summary && typeof state.summary.message_count === "number" && state.summary.message_count > 0) {
-      return state.summary.message_count;
-    }
-    return state.all.filter((m) => statusOf(m) === "summarized").length;
+    const summary = state.summary;
+    if (!summary) return 0;
+    if (num(summary.message_count) && summary.message_count > 0) return summary.message_count;
+    const through = summaryThrough();
+    const at = through ? state.all.findIndex((m) => m.id === through) : -1;
+    return at + 1;
   }
 
-  function lastSummarizedId() {
-    if (state.summary && (state.summary.through || state.summary.through_message_id)) {
-      return state.summary.through || state.summary.through_message_id;
-    }
-    let last = null;
-    for (const m of state.all) if (statusOf(m) === "summarized") last = m.id;
-    return last;
+  function summaryThrough() {
+    const summary = state.summary;
+    return summary ? (summary.through || summary.through_message_id || null) : null;
   }
 
-  /* CTX-10: "Memory compressed — N earlier messages summarised" after the last summarised message. */
+  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
+
+  function markerText(n) {
+    return "Memory compressed — " + plural(n, "earlier message", "earlier messages") + " summarised";
+  }
+
+  /* The marker for the stored summary: "Memory compressed — N earlier messages summarised"
+     after the last message it covers (N: every message the summary covers, over all its
+     folds), or at the top of a chat continued from another one's summary (it covers none
+     of this chat's messages).  A marker already shown for the same summary is kept (and
+     moved if need be), so an open summary or an edit in progress survives plan refreshes. */
   function placeMarker() {
-    const old = list.querySelector(".compaction-marker");
-    if (old) old.remove();
+    const summary = state.summary;
+    const through = summaryThrough();
+    const continued = !!summary && !through && !summary.live;
     const n = summarizedCount();
-    const through = lastSummarizedId();
-    if (!n || !through) return;
-    const marker = markerTemplate.content.firstElementChild.cloneNode(true);
-    marker.querySelector(".compaction-text").textContent =
-      "Memory compressed — " + n + " earlier " + (n === 1 ? "message" : "messages") + " summarised";
-    const button = marker.querySelector(".show-summary");
-    const text = marker.querySelector(".summary-text");
-    button.addEventListener("click", async () => {
-      const open = text.hidden;
-      if (open && !text.textContent) text.textContent = await summaryText();
-      text.hidden = !open;
-      button.setAttribute("aria-expanded", String(open));
-      button.textContent = open ? "Hide summary" : "Show summary";
-    });
-    const anchor = state.nodes.get(through);
-    if (anchor && anchor.isConnected) anchor.after(marker);
-    else if (state.firstRendered > 0 && state.all.findIndex((m) => m.id === through) >= state.firstRendered) list.append(marker);
-    else list.prepend(marker);
+    const old = list.querySelector(".compaction-marker");
+    if (!summary || (!continued && !n)) { if (old) old.remove(); return; }
+    const key = [summary.id || "", summary.version || "", through || "", n].join("|");
+    let marker = old;
+    if (!old || old.dataset.key !== key) {
+      if (old) old.remove();
+      marker = buildMarker(continued ? "This chat continues from the summary of an earlier chat" : markerText(n), continued);
+      marker.dataset.key = key;
+    }
+    const anchor = through ? state.nodes.get(through) : null;
+    const progress = state.progress;
+    if (continued) {
+      if (list.firstElementChild !== marker) list.prepend(marker);
+    } else if (anchor && anchor.isConnected) {
+      if (anchor.nextElementSibling !== marker) anchor.after(marker);
+    } else if (summary.live) {
+      // Folded during a live turn: where its progress was shown, before the answer.
+      const before = progress && progress.isConnected ? progress : state.liveNode && state.liveNode.isConnected ? state.liveNode : null;
+      if (before) before.before(marker); else list.append(marker);
+    } else if (list.firstElementChild !== marker) {
+      list.prepend(marker); // the covered messages are above what is rendered
+    }
   }
 
-  async function summaryText() {
-    if (state.summary && state.summary.text) return state.summary.text;
-    if (window.chatmem.memory && window.chatmem.memory.summaryText) {
-      const t = window.chatmem.memory.summaryText();
-      if (t) return t;
+  function buildMarker(text, continued) {
+    const marker = markerTemplate.content.firstElementChild.cloneNode(true);
+    marker.querySelector(".compaction-text").textContent = text;
+    const source = marker.querySelector(".source-link");
+    if (continued && state.sourceId) {
+      source.href = "/c/" + encodeURIComponent(state.sourceId);
+      source.hidden = false;
     }
-    return "The summary is not available.";
+    const button = marker.querySelector(".show-summary");
+    const box = marker.querySelector(".summary-box");
+    const textBox = marker.querySelector(".summary-text");
+    const status = marker.querySelector(".summary-status");
+    const edit = marker.querySelector(".edit-summary");
+    const form = marker.querySelector(".summary-edit");
+    const input = marker.querySelector(".summary-input");
+    const error = marker.querySelector(".summary-error");
+    const save = marker.querySelector(".summary-save");
+    const cancel = marker.querySelector(".summary-cancel");
+
+    button.addEventListener("click", async () => {
+      const opening = box.hidden;
+      if (opening) {
+        const found = await loadSummary();
+        textBox.textContent = found.text;
+        edit.hidden = !found.editable;
+        status.textContent = "";
+        closeEditor();
+      }
+      box.hidden = !opening;
+      button.setAttribute("aria-expanded", String(opening));
+      button.textContent = opening ? "Hide summary" : "Show summary";
+    });
+
+    function closeEditor() {
+      form.hidden = true;
+      error.hidden = true;
+      textBox.hidden = false;
+    }
+
+    edit.addEventListener("click", () => {
+      input.value = textBox.textContent;
+      error.hidden = true;
+      status.textContent = "";
+      form.hidden = false;
+      textBox.hidden = true;
+      edit.hidden = true;
+      input.focus();
+    });
+
+    cancel.addEventListener("click", () => {
+      closeEditor();
+      edit.hidden = false;
+      edit.focus();
+    });
+
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") { event.preventDefault(); cancel.click(); }
+    });
+
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      save.disabled = true;
+      error.hidden = true;
+      try {
+        const saved = await api("PUT", "/api/v1/conversations/" + state.conversationId + "/summary", { text: input.value });
+        const text = saved && typeof saved.text === "string" ? saved.text : input.value;
+        // The edit is a new version over the same messages: the marker stays where it is.
+        state.summary = Object.assign({}, state.summary, saved || {}, { text, live: false });
+        marker.dataset.key = [state.summary.id || "", state.summary.version || "", summaryThrough() || "", summarizedCount()].join("|");
+        textBox.textContent = text;
+        closeEditor();
+        edit.hidden = false;
+        status.textContent = saved && num(saved.version) ? "Saved as version " + saved.version + "." : "Saved.";
+        edit.focus();
+        document.dispatchEvent(new CustomEvent("chatmem:summary", { detail: state.summary }));
+        document.dispatchEvent(new CustomEvent("chatmem:changed")); // the counter follows the new text
+      } catch (err) {
+        error.textContent = err.message || "The summary could not be saved.";
+        error.hidden = false;
+        input.focus();
+      } finally {
+        save.disabled = false;
+      }
+    });
+    return marker;
+  }
+
+  /* The current summary's text, and whether it can be edited: the stored summary as loaded,
+     else GET …/summary (a marker shown from a live event has no text yet). */
+  async function loadSummary() {
+    if (state.summary && typeof state.summary.text === "string" && state.summary.text) {
+      return { text: state.summary.text, editable: !!state.conversationId };
+    }
+    if (state.conversationId) {
+      try {
+        const stored = await api("GET", "/api/v1/conversations/" + state.conversationId + "/summary");
+        if (stored && typeof stored.text === "string") {
+          state.summary = Object.assign({}, state.summary || {}, stored);
+          return { text: stored.text, editable: true };
+        }
+      } catch (_) { /* not there (yet): fall back to what the plan sends */ }
+    }
+    const fromPlan = window.chatmem.memory && window.chatmem.memory.summaryText ? window.chatmem.memory.summaryText() : "";
+    return { text: fromPlan || "The summary is not available.", editable: false };
+  }
+
+  /* CTX-21: "Compressing memory… round i of ≈n" while a long backlog folds. */
+  function compactionProgress(data) {
+    if (!data || data.final !== false) return "";
+    if (num(data.round) && num(data.rounds) && data.rounds > 1) {
+      return "Compressing memory… round " + data.round + " of ≈" + data.rounds;
+    }
+    return "Compressing memory…";
+  }
+
+  /* A run's `compaction` event (CTX-10): progress while `final` is false, then the marker
+     with the total the summary now covers.  An event without `final` is a single fold. */
+  function showCompaction(data) {
+    data = data || {};
+    if (data.final === false) {
+      if (!state.progress || !state.progress.isConnected) {
+        state.progress = progressTemplate.content.firstElementChild.cloneNode(true);
+        if (state.liveNode && state.liveNode.isConnected) state.liveNode.before(state.progress);
+        else list.append(state.progress);
+      }
+      state.progress.querySelector(".compaction-text").textContent = compactionProgress(data);
+      return;
+    }
+    const total = num(data.total) ? data.total : num(data.count) ? data.count : 0;
+    state.summary = {
+      id: data.summary_id || "",
+      version: data.summary_version || data.version || "",
+      through: data.through || null,
+      message_count: total,
+      text: typeof data.summary === "string" ? data.summary : null,
+      live: true,
+    };
+    placeMarker();
+    if (!total) {
+      const marker = list.querySelector(".compaction-marker");
+      if (marker && data.message) marker.querySelector(".compaction-text").textContent = data.message;
+    }
+    if (state.progress) { state.progress.remove(); state.progress = null; }
   }
 
   function renderRange(from, to, where) {
@@ -175,6 +333,7 @@
     }
     state.summary = summary || null;
     state.nodes.clear();
+    state.liveNode = null; state.progress = null;
     list.replaceChildren();
     state.firstRendered = Math.max(0, messages.length - RENDER_STEP);
     renderRange(state.firstRendered, messages.length, "append");
@@ -190,7 +349,6 @@
       const node = state.nodes.get(m.id);
       if (node) applyStatusTo(node, m);
     }
-    placeMarker();
   }
 
   function setSummary(summary) { state.summary = summary || null; placeMarker(); }
@@ -213,6 +371,7 @@
   function startStream() {
     emptyBox.hidden = true;
     let node = appendLocal("assistant", "");
+    state.liveNode = node;
     node.classList.add("streaming");
     let textNode = document.createTextNode("");
     node.querySelector(".content").append(textNode);
@@ -234,6 +393,7 @@
         // The model continues after a tool result in a new assistant bubble.
         node.classList.remove("streaming");
         node = appendLocal("assistant", "");
+        state.liveNode = node;
         node.classList.add("streaming");
         textNode = document.createTextNode("");
         node.querySelector(".content").append(textNode);
@@ -244,12 +404,16 @@
         node.querySelector(".content").append(p);
         follow();
       },
-      finish() { node.classList.remove("streaming"); },
+      finish() {
+        node.classList.remove("streaming");
+        if (state.progress) { state.progress.remove(); state.progress = null; }
+      },
     };
   }
 
   function clear() {
     state.all = []; state.status = {}; state.summary = null; state.nodes.clear();
+    state.liveNode = null; state.progress = null;
     list.replaceChildren(); older.hidden = true; emptyBox.hidden = false;
   }
 
@@ -265,7 +429,8 @@
 
   window.chatmem.feed = {
     setMessages, applyStatus, setSummary, appendLocal, startStream, clear, scrollToEnd,
-    setConversation(id) { state.conversationId = id; },
+    showCompaction, compactionProgress,
+    setConversation(id, sourceId) { state.conversationId = id; state.sourceId = sourceId || ""; },
     messages: () => state.all,
     renderedCount: () => list.querySelectorAll(".message").length,
   };
