@@ -1,6 +1,7 @@
 /* The chat: loading a conversation, the composer (Enter sends, Shift+Enter adds a line), the
    model selector and the memory mode control, sending a turn and following it live, Stop,
-   and reopening a conversation whose turn is still running (TURN-1). */
+   reopening a conversation whose turn is still running (TURN-1), and opening a conversation
+   continued from this one's summary (CTX-23). */
 (function () {
   "use strict";
   const { api, items, el, toast } = window.chatmem;
@@ -55,7 +56,8 @@
     modeNote.hidden = !stateless;
     if (stateless) modeSelect.value = "off";
     else modeSelect.value = state.conversation ? state.conversation.mode : state.newMode;
-    memory.setProfile(p);
+    // A chat not created yet is planned with the chosen model and mode (CTX-17).
+    memory.setProfile(p, state.conversation ? undefined : modeSelect.value);
   }
 
   modelSelect.addEventListener("change", async () => {
@@ -70,7 +72,11 @@
   });
 
   modeSelect.addEventListener("change", async () => {
-    if (!state.conversation) { state.newMode = modeSelect.value; return; }
+    if (!state.conversation) {
+      state.newMode = modeSelect.value;
+      memory.setProfile(currentProfile(), modeSelect.value);
+      return;
+    }
     try {
       const updated = await api("PATCH", convPath(), { mode: modeSelect.value });
       state.conversation = Object.assign(state.conversation, updated || {}, { mode: modeSelect.value });
@@ -91,9 +97,9 @@
     folderSelect.value = c.folder_id || c.folder || "";
     document.getElementById("export-chat").href = "/api/v1/export?conversation_id=" + encodeURIComponent(c.id);
     if (c.profile_id && profileById(c.profile_id)) modelSelect.value = c.profile_id;
-    applyProfile();
-    feed.setConversation(c.id);
+    feed.setConversation(c.id, c.source_conversation_id);
     memory.setConversation(c.id); // the counter and memory window follow from here on
+    applyProfile();
     sidebar.markCurrent(c.id);
   }
 
@@ -102,6 +108,7 @@
     const messages = items(body, "messages");
     const summary = body && !Array.isArray(body) ? (body.summary || (Array.isArray(body.summaries) ? body.summaries[body.summaries.length - 1] : null)) : null;
     feed.setMessages(messages, summary);
+    memory.setSummary(summary);
     if (body && body.files) memory.setFiles(body.files);
     return body;
   }
@@ -198,7 +205,9 @@
       },
       tool_call(data) { live.addToolCall(data.tool_call || data); },
       tool_result(data) { live.addToolResult(data); },
-      compaction() { /* the marker comes with the refreshed plan below */ },
+      // CTX-10, CTX-21: progress while the memory folds, then the marker; the stored summary
+      // replaces it when the run ends (finishRun reloads the messages).
+      compaction(data) { feed.showCompaction(data); },
       done(data) { live.finish(); finishRun(data); },
       error(data) { live.finish(); finishRun(data); showRunError(data); },
     });
@@ -237,6 +246,15 @@
   }
 
   function doesNotFit() {
+    const p = currentProfile();
+    if (p && p.stateless) {
+      // CTX-7: nothing to compress for a model that does not remember.
+      showError("The message does not fit in the model's memory. Remove files, shorten the message, or start a new chat.", [
+        ["Remove files", () => memory.open("files")],
+        ["Start a new chat", () => location.assign("/")],
+      ]);
+      return;
+    }
     showError("The message does not fit in the model's memory. Compress the memory, remove files, or start a new chat.", [
       ["Compress now", () => memory.open("compress")],
       ["Remove files", () => memory.open("files")],
@@ -344,6 +362,30 @@
 
   document.addEventListener("chatmem:changed", () => memory.refresh());
   document.addEventListener("chatmem:compacted", async () => { try { await loadMessages(); } catch (_) { /* shown on next open */ } });
+  document.addEventListener("chatmem:summary", (event) => memory.setSummary(event.detail));
+
+  /* Another conversation opened in place (e.g. "Continue in a new chat", CTX-23): the
+     address, the feed, the counter and the sidebar follow, as when it is opened from the
+     list. */
+  async function openInPlace(id) {
+    if (state.follower) state.follower.close();
+    state.run = null; state.follower = null;
+    setRunning(false);
+    state.pendingFiles = [];
+    renderAttachments();
+    history.pushState(null, "", "/c/" + encodeURIComponent(id));
+    layout.dataset.conversationId = id;
+    feed.clear();
+    await openConversation(id);
+    sidebar.reload();
+    draft.focus();
+  }
+  document.addEventListener("chatmem:open-conversation", (event) => { openInPlace(event.detail.id); });
+  // Back and forward between conversations opened in place load the page of that address.
+  window.addEventListener("popstate", () => {
+    const open = state.conversation ? "/c/" + state.conversation.id : "/";
+    if (location.pathname !== open) location.reload();
+  });
 
   /* ---------- start ---------- */
   // send() waits for this: a message typed before the models and the conversation have
@@ -352,7 +394,7 @@
     await loadProfiles();
     const id = layout.dataset.conversationId;
     if (id) await openConversation(id);
-    else { applyProfile(); memory.setConversation(""); draft.focus(); }
+    else { memory.setConversation(""); applyProfile(); draft.focus(); }
   })().catch((err) => { toast(err.message); });
 
   window.chatmem.chat = { state, send };

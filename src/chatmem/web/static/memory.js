@@ -1,7 +1,9 @@
 /* Memory, visible: the counter under the input (CTX-17), the memory window "What goes into the
-   next request" (CTX-18), files with their states (CTX-16) and Compress now (CTX-11).
-   Everything shown comes from one plan: GET /api/v1/conversations/{id}/context?draft=…,
-   refreshed (debounced) while the user types so the counter is live with the draft. */
+   next request" (CTX-18), files with their states (CTX-16), Compress now (CTX-11) and
+   Continue in a new chat (CTX-23).
+   Everything shown comes from one plan: GET /api/v1/conversations/{id}/context?draft=…, or
+   for a chat not created yet GET /api/v1/profiles/{id}/context?draft=…&mode=…, refreshed
+   (debounced) while the user types so the counter is live with the draft. */
 (function () {
   "use strict";
   const { api, items, el, fmtTokens, fmtInt, fmtPrice, toast, debounce } = window.chatmem;
@@ -24,8 +26,19 @@
   const compressResult = document.getElementById("compress-result");
   const fileList = document.getElementById("mw-file-list");
   const noFiles = document.getElementById("mw-no-files");
+  const filesSection = document.getElementById("mw-files");
+  const compressSection = document.getElementById("mw-compress");
+  const continueSection = document.getElementById("mw-continue");
+  const continueButton = document.getElementById("continue-button");
+  const continueResult = document.getElementById("continue-result");
 
-  const state = { conversationId: "", profile: null, plan: null, draft: "", files: [], seq: 0, compressing: false };
+  const state = {
+    conversationId: "", profile: null, mode: "full", plan: null, draft: "", files: [], seq: 0,
+    compressing: false, summary: null,
+  };
+
+  const num = (x) => typeof x === "number" && isFinite(x);
+  const stateless = () => !!(state.profile && state.profile.stateless);
 
   function percent(plan) {
     const w = plan.tokens.window || 1;
@@ -54,13 +67,31 @@
     renderCompressButton();
   }
 
+  /* "free" is for free models only: a priced model with nothing to compress shows no price. */
   function renderCompressButton() {
     if (state.compressing) return;
     const p = state.compactionPrice;
-    const free = state.plan && state.plan.price && state.plan.price.free;
-    if (!p) compressButton.textContent = "Compress now";
-    else if (free || !p.price) compressButton.textContent = "Compress now · free";
-    else compressButton.textContent = "Compress now · ≈ " + fmtPrice(p.price, p.currency);
+    const free = !!(state.plan && state.plan.price && state.plan.price.free);
+    if (!p || p.available === false) compressButton.textContent = "Compress now";
+    else if (free) compressButton.textContent = "Compress now · free";
+    else if (num(p.price) && p.price > 0) compressButton.textContent = "Compress now · ≈ " + fmtPrice(p.price, p.currency);
+    else compressButton.textContent = "Compress now";
+  }
+
+  /* CTX-18, CTX-21: "+ memory compression ≈ $Y" when the next request folds history first,
+     with "· N messages in R rounds" when the summariser needs several rounds.  Fields the
+     plan does not carry are left out of the text. */
+  function compactionText(plan) {
+    const price = plan.price || {};
+    const comp = plan.compaction || {};
+    let text;
+    if (price.free) text = "+ memory compression: free";
+    else if (num(price.compaction)) text = "+ memory compression ≈ " + fmtPrice(price.compaction, price.currency);
+    else text = "+ memory compression";
+    if (num(comp.rounds) && comp.rounds > 1 && num(comp.messages) && comp.messages > 0) {
+      text += " · " + fmtInt(comp.messages) + (comp.messages === 1 ? " message" : " messages") + " in " + fmtInt(comp.rounds) + " rounds";
+    }
+    return text;
   }
 
   function renderWindow(plan) {
@@ -77,19 +108,30 @@
     const compLine = document.getElementById("mw-compaction-price");
     const comp = plan.compaction || {};
     compLine.hidden = !comp.needed;
-    compLine.textContent = price.free ? "+ memory compression: free" : "+ memory compression ≈ " + fmtPrice(price.compaction, price.currency);
+    compLine.textContent = comp.needed ? compactionText(plan) : "";
     const threshold = document.getElementById("mw-threshold");
     threshold.hidden = !comp.threshold;
     threshold.textContent = "Auto-compress from " + fmtTokens(comp.threshold || 0);
-    const stateless = !!(state.profile && state.profile.stateless);
+    const noMemory = stateless();
     document.getElementById("mw-mode").textContent = MODE_NAMES[plan.mode] || plan.mode;
-    document.getElementById("mw-change").hidden = stateless;
-    document.getElementById("mw-stateless").hidden = !stateless;
+    document.getElementById("mw-change").hidden = noMemory;
+    document.getElementById("mw-stateless").hidden = !noMemory;
     // A plan that overflows but will compact first is sent after compaction (CTX-19): the
     // compression line above says so; "does not fit" is for what compaction cannot save.
     document.getElementById("mw-does-not-fit").hidden = plan.fits !== false || !!comp.needed;
+    renderSections();
     renderCompressButton();
     renderFiles(plan);
+  }
+
+  /* What the window offers beside the plan: files, Compress now and Continue in a new chat
+     need a conversation; a model that does not remember (CTX-7) has nothing to compress;
+     continuing needs a summary (CTX-23). */
+  function renderSections() {
+    const has = !!state.conversationId;
+    filesSection.hidden = !has;
+    compressSection.hidden = !has || stateless();
+    continueSection.hidden = !has || !state.summary;
   }
 
   function fileTokens(f) {
@@ -151,9 +193,22 @@
   const MAX_DRAFT_QUERY = 24000;
 
   function planUrl(draftText) {
-    const base = "/api/v1/conversations/" + state.conversationId + "/context";
-    return draftText ? base + "?draft=" + encodeURIComponent(draftText) : base;
+    const params = new URLSearchParams();
+    let base;
+    if (state.conversationId) {
+      base = "/api/v1/conversations/" + state.conversationId + "/context";
+    } else {
+      // No conversation yet (CTX-17): the plan of an empty chat with the chosen model and mode.
+      base = "/api/v1/profiles/" + encodeURIComponent(state.profile.id) + "/context";
+      params.set("mode", state.mode || "full");
+    }
+    if (draftText) params.set("draft", draftText);
+    const query = params.toString();
+    return query ? base + "?" + query : base;
   }
+
+  /* Whether there is anything to plan: a conversation, or a chosen model for a new one. */
+  function plannable() { return !!state.conversationId || !!(state.profile && state.profile.id); }
 
   function levelOf(used, window_) {
     const share = used / (window_ || 1);
@@ -161,7 +216,7 @@
   }
 
   async function planFor(draftText) {
-    const encoded = encodeURIComponent(draftText).length;
+    const encoded = new URLSearchParams({ d: draftText }).toString().length - 2;
     if (encoded <= MAX_DRAFT_QUERY) return api("GET", planUrl(draftText));
     const prefix = draftText.slice(0, Math.floor(draftText.length * (MAX_DRAFT_QUERY / encoded)));
     const [empty, partial] = await Promise.all([api("GET", planUrl("")), api("GET", planUrl(prefix))]);
@@ -177,15 +232,18 @@
   }
 
   async function refreshNow() {
-    if (!state.conversationId) { renderEmpty(); return null; }
     const seq = ++state.seq;
+    if (!plannable()) { renderEmpty(); return null; }
+    const conversationId = state.conversationId;
     try {
       const plan = await planFor(state.draft);
-      if (seq !== state.seq) return null; // a newer draft won
+      if (seq !== state.seq) return null; // a newer draft, mode or model won
       state.plan = plan;
       renderCounter(plan);
       renderWindow(plan);
-      if (window.chatmem.feed) window.chatmem.feed.applyStatus(plan.status);
+      // CTX-14: the feed marks what is not sent verbatim from this plan, right away (after a
+      // change of mode too).
+      if (conversationId && window.chatmem.feed) window.chatmem.feed.applyStatus(plan.status || {});
       document.dispatchEvent(new CustomEvent("chatmem:plan", { detail: plan }));
       return plan;
     } catch (err) {
@@ -206,14 +264,18 @@
   const refreshSoon = debounce(refreshNow, 300);
 
   function open(section) {
-    if (!state.conversationId) { toast("Write the first message: the memory window shows what will be sent."); return; }
+    if (!plannable()) { toast("Choose a model first: the memory window shows what will be sent to it."); return; }
     compressResult.hidden = true;
+    continueResult.hidden = true;
+    renderSections();
     if (!dialog.open) dialog.showModal();
     refreshNow();
-    loadFiles();
-    loadCompactionPrice();
-    if (section === "compress") compressFocus.focus();
-    if (section === "files") document.getElementById("mw-files-heading").scrollIntoView();
+    if (state.conversationId) {
+      loadFiles();
+      loadCompactionPrice();
+    }
+    if (section === "compress" && !compressSection.hidden) compressFocus.focus();
+    if (section === "files" && !filesSection.hidden) document.getElementById("mw-files-heading").scrollIntoView();
   }
 
   counter.addEventListener("click", () => open());
@@ -258,13 +320,40 @@
   function waitForRun(runId) {
     return new Promise((resolve, reject) => {
       window.chatmem.stream.followRun(runId, {
+        // CTX-21: a long backlog folds in several rounds; say how far it got.
+        compaction(data) {
+          const progress = window.chatmem.feed && window.chatmem.feed.compactionProgress(data);
+          if (progress) compressButton.textContent = progress;
+        },
         done: resolve,
         error: (data) => reject(new window.chatmem.ApiError(409, data.code, data.message)),
       });
     });
   }
 
+  /* CTX-23: a new conversation that starts from this one's summary; the chat opens it. */
+  continueButton.addEventListener("click", async () => {
+    if (!state.conversationId) return;
+    continueButton.disabled = true;
+    continueResult.hidden = true;
+    try {
+      const created = await api("POST", "/api/v1/conversations/" + state.conversationId + "/continue");
+      const id = created && (created.id || (created.conversation && created.conversation.id));
+      if (!id) throw new Error("The new chat could not be opened.");
+      dialog.close();
+      document.dispatchEvent(new CustomEvent("chatmem:open-conversation", { detail: { id, conversation: created } }));
+    } catch (err) {
+      continueResult.textContent = err.code === "nothing_to_compress"
+        ? "This chat has no summary yet: compress it first, then continue from it."
+        : err.message;
+      continueResult.hidden = false;
+    } finally {
+      continueButton.disabled = false;
+    }
+  });
+
   function summaryText() {
+    if (state.summary && state.summary.text) return state.summary.text;
     if (!state.plan) return "";
     const sys = (state.plan.messages || []).find((m) => m.role === "system" && /summary/i.test(m.content.slice(0, 200)));
     return sys ? sys.content : "";
@@ -279,10 +368,22 @@
     plan: () => state.plan,
     setDraft(text) { state.draft = text; refreshSoon(); },
     setFiles(files) { state.files = files || []; if (state.plan) renderFiles(state.plan); },
+    /* The stored summary (or null): "Continue in a new chat" needs one (CTX-23). */
+    setSummary(summary) { state.summary = summary || null; renderSections(); },
     setConversation(id) {
       if (id && id === state.conversationId) return; // already showing this conversation
-      state.conversationId = id; state.files = []; state.plan = null; refreshNow(); loadFiles();
+      state.conversationId = id; state.files = []; state.plan = null; state.summary = null;
+      state.compactionPrice = null;
+      renderSections(); refreshNow(); loadFiles();
     },
-    setProfile(p) { state.profile = p; if (state.plan) renderWindow(state.plan); else renderEmpty(); },
+    /* The chosen model, and for a chat not created yet its memory mode (a conversation's
+       own mode is the server's): a new chat plans with them. */
+    setProfile(p, mode) {
+      const changed = (p && p.id) !== (state.profile && state.profile.id) || (!!mode && mode !== state.mode);
+      state.profile = p;
+      if (mode) state.mode = mode;
+      if (!state.conversationId && changed) { refreshNow(); return; }
+      if (state.plan) renderWindow(state.plan); else renderEmpty();
+    },
   };
 })();
