@@ -109,3 +109,38 @@ def test_the_installed_command_runs_offline(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["mode"] == "economy"
+
+
+def test_compact_simulates_the_fold_a_turn_would_make(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """CTX-21 offline: a 400-message history on an 8K window folds in several rounds, each
+    within the window, and the plan after the fold fits with nothing left to fold."""
+    words = "the kitchen budget is 12,500 euros and the tiles are grey oak".split()
+    messages = [
+        {
+            "id": f"m{i}",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": " ".join(words[(i + k) % len(words)] for k in range(60)),
+        }
+        for i in range(400)
+    ]
+    document = {
+        "format": "chatmem.export/1",
+        "conversations": [{"id": "c1", "title": "Long", "mode": "full", "messages": messages}],
+    }
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    code, out, _ = run(capsys, str(path), "--window", "8192")
+    before = json.loads(out)
+    assert code == 0 and before["fits"] is True and before["compaction"]["needed"] is True
+    code, out, _ = run(capsys, str(path), "--window", "8192", "--compact", "--draft", "next?")
+    after = json.loads(out)
+    assert code == 0 and after["fits"] is True and after["compaction"]["needed"] is False
+    rounds = after["fold"]["rounds"]
+    assert len(rounds) >= 2 and all(r["stored"] for r in rounds)
+    assert all(r["input_tokens"] + r["max_output_tokens"] <= 8192 for r in rounds)
+    assert after["fold"]["summary"]["through"] == rounds[-1]["through"]
+    assert after["tokens"]["used"] + after["tokens"]["reserve"] <= 8192
+    summarised = [k for k, v in after["status"].items() if v == "summarized"]
+    assert len(summarised) == after["fold"]["folded"] == rounds[-1]["covered"]

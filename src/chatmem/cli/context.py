@@ -1,8 +1,12 @@
 """``chatmem context plan``: the engine from the command line, offline (CONTRACT).
 
 Reads one conversation of a ``chatmem.export/1`` file, plans its next request and prints the
-plan JSON.  No server, database or network is used; a malformed or foreign file raises
-``PlanInputError``, which ``chatmem.cli.main`` turns into one line on stderr and exit 1.
+plan JSON.  With ``--compact`` it first folds the memory as a turn would (CTX-21), driving the
+engine's fold (:func:`chatmem.context.folding.fold`) with a stub summariser that keeps the
+first words of each round, and prints the plan after the fold with a ``fold`` section: every
+round, what it covered and what it sent.  No server, database or network is used; a malformed
+or foreign file raises ``PlanInputError``, which ``chatmem.cli.main`` turns into one line on
+stderr and exit 1.
 """
 
 from __future__ import annotations
@@ -14,8 +18,18 @@ from typing import Any, cast
 
 import typer
 
-from chatmem.context import MODES, Mode, PlanInputError, plan
+from chatmem.context import MODES, Mode, PlanInputError, get_tokenizer, plan
+from chatmem.context.compaction import SummaryRound
 from chatmem.context.document import load_export
+from chatmem.context.folding import fold, run_fold
+from chatmem.context.values import default_answer_reserve
+
+
+def stub_summary(request: SummaryRound) -> str:
+    """An offline stand-in for the summariser: the first words of the round's prompt, within
+    half the summary's cap (so the simulation's sizes are those of a real fold)."""
+    words = request.prompt[-1]["content"].split()
+    return " ".join(words[: max(1, request.max_output_tokens // 2)])
 
 
 def _read_json(path: Path) -> Any:
@@ -37,8 +51,10 @@ def run_plan(
     window: int | None = None,
     draft: str | None = None,
     conversation: str | None = None,
+    compact: bool = False,
 ) -> dict[str, Any]:
-    """The plan JSON for one conversation of an export file."""
+    """The plan JSON for one conversation of an export file (``compact``: after the fold a
+    turn would make, simulated with :func:`stub_summary`)."""
     items = load_export(_read_json(file))
     if conversation is not None:
         items = [item for item in items if item.id == conversation]
@@ -58,14 +74,51 @@ def run_plan(
     if window is not None:
         if window < 1:
             raise PlanInputError("--window must be a positive number of tokens")
-        profile = replace(profile, context_window=window)
-    result = plan(
-        item.conversation,
-        profile,
-        mode=cast(Mode, mode) if mode is not None else item.mode,
-        draft=draft,
+        automatic = profile.answer_reserve == default_answer_reserve(profile.context_window)
+        profile = replace(
+            profile,
+            context_window=window,
+            answer_reserve=default_answer_reserve(window) if automatic else profile.answer_reserve,
+        )
+    chosen = cast(Mode, mode) if mode is not None else item.mode
+    if not compact:
+        return plan(item.conversation, profile, mode=chosen, draft=draft).to_dict()
+    tokenizer = get_tokenizer(profile.tokenizer)
+    rounds: list[dict[str, Any]] = []
+
+    def summarise(request: SummaryRound) -> str:
+        text = stub_summary(request)
+        rounds.append(
+            {
+                "round": request.number,
+                "piece": list(request.piece) if request.piece else None,
+                "first": request.first_id,
+                "through": request.through,
+                "messages": request.message_count,
+                "covered": request.covered,
+                "stored": request.commit,
+                "input_tokens": request.input_tokens,
+                "max_output_tokens": request.max_output_tokens,
+                "estimated_cost": request.estimated_cost,
+            }
+        )
+        return text
+
+    result = run_fold(
+        fold(item.conversation, profile, mode=chosen, draft=draft, tokenizer=tokenizer),
+        summarise,
     )
-    return result.to_dict()
+    out = result.plan.to_dict()
+    out["fold"] = {
+        "rounds": rounds,
+        "folded": result.folded,
+        "summary": (
+            {"text": result.summary.text, "through": result.summary.through}
+            if result.summary is not None
+            else None
+        ),
+    }
+    return out
 
 
 def register(app: typer.Typer) -> None:
@@ -89,11 +142,24 @@ def register(app: typer.Typer) -> None:
         conversation: str | None = typer.Option(
             None, "--conversation", help="Which conversation, when the file holds several."
         ),
+        compact: bool = typer.Option(
+            False,
+            "--compact",
+            help="Fold the memory first as a turn would (a stub summariser, offline), then "
+            "plan; the output gains a 'fold' section with every round.",
+        ),
     ) -> None:
         """Print the plan of the next request as JSON."""
         typer.echo(
             json.dumps(
-                run_plan(file, mode=mode, window=window, draft=draft, conversation=conversation),
+                run_plan(
+                    file,
+                    mode=mode,
+                    window=window,
+                    draft=draft,
+                    conversation=conversation,
+                    compact=compact,
+                ),
                 ensure_ascii=False,
                 indent=2,
             )
