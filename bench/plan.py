@@ -5,7 +5,15 @@
   ``langchain_core.messages.trim_messages`` (strategy "last", the same token budget, its
   approximate counter) trims them.  Medians are printed and the line
   ``plan vs trim_messages: <ratio>x`` (bar: >= 30x, measured against the slower plan mode).
-* Plan time at 1,000 and 100,000 messages (bar: the 100,000 figure <= 2x the 1,000 one).
+* Plan time at 1,000, 10,000 and 100,000 messages (bar: the 100,000 figure <= 2x the 1,000
+  one).  These histories have no summary yet, so every plan also prices the whole fold the
+  next request needs (CTX-21): the history answers ``tokens_between`` from sums it holds, as
+  the server's loader answers it with one indexed SUM (``CountedMessages``, built once, like
+  the cached counts).  The same plan over a plain list, which the engine must walk, is printed
+  beside it.
+* A fold of a 10,000-message backlog (no summary, full mode, 32K window) driven to its end
+  with a stub summariser: its rounds and its time (the engine's side of a fold; the model
+  calls are the rest).
 * Token counting throughput in MB/s for ``estimate`` and ``o200k_base``.
 Exit status 1 when a bar is missed.
 """
@@ -27,6 +35,8 @@ from chatmem.context import (
     get_tokenizer,
     plan,
 )
+from chatmem.context.folding import fold, run_fold
+from chatmem.context.history import CountedMessages
 
 WORDS = [
     "the",
@@ -114,10 +124,15 @@ def to_langchain(messages: list[Message]) -> list[object]:
     return out
 
 
+def counted(messages: list[Message]) -> CountedMessages:
+    tok = get_tokenizer("estimate")
+    return CountedMessages(messages, lambda m: count_message(m, tok))
+
+
 def main() -> int:
     ok = True
     messages = make_messages(10_000)
-    conversation = Conversation(messages=messages)
+    conversation = Conversation(messages=counted(messages))
     budget = PROFILE.context_window - PROFILE.answer_reserve
     results = {}
     for mode in ("full", "window"):
@@ -143,12 +158,38 @@ def main() -> int:
     ok &= ratio >= 30
 
     scaling = {}
-    for count in (1_000, 100_000):
-        conv = Conversation(messages=make_messages(count))
+    for count in (1_000, 10_000, 100_000):
+        history = make_messages(count)
+        conv = Conversation(messages=counted(history))
         scaling[count] = median_seconds(lambda conv=conv: plan(conv, PROFILE, mode="full"), 30)
-        print(f"plan full {count:>7,} messages: median {scaling[count] * 1e3:.3f} ms")
+        plain = Conversation(messages=history)
+        walked = median_seconds(lambda plain=plain: plan(plain, PROFILE, mode="full"), 10)
+        print(
+            f"plan full {count:>7,} messages: median {scaling[count] * 1e3:.3f} ms "
+            f"(a plain list, walked: {walked * 1e3:.3f} ms)"
+        )
     print(f"100,000 / 1,000 messages: {scaling[100_000] / scaling[1_000]:.2f}x (bar: <= 2x)")
     ok &= scaling[100_000] <= 2 * scaling[1_000]
+
+    backlog = Conversation(messages=counted(make_messages(10_000, seed=11)))
+    before = plan(backlog, PROFILE, mode="full", draft="And now?")
+    request = before.compaction.request
+    assert request is not None
+    rounds: list[int] = []
+
+    def stub(round_: object) -> str:
+        rounds.append(1)
+        return "summary " * 500
+
+    start = time.perf_counter()
+    result = run_fold(fold(backlog, PROFILE, mode="full", draft="And now?"), stub)
+    seconds = time.perf_counter() - start
+    print(
+        f"fold of a 10,000-message backlog: {result.rounds} rounds (estimated {request.rounds}), "
+        f"{result.folded:,} messages, {seconds * 1e3:.0f} ms in the engine "
+        f"({seconds / max(1, result.rounds) * 1e3:.1f} ms a round); fits after: {result.plan.fits}"
+    )
+    ok &= result.plan.fits and not result.plan.compaction.needed
 
     sample = " ".join(m.content for m in messages[:2_000])
     sample += ' Привет, мир! 你好，世界。 {"id": 12345, "ok": true} 🙂' * 2_000

@@ -18,10 +18,11 @@ from typing import Any, cast
 
 import typer
 
-from chatmem.context import MODES, Mode, PlanInputError, get_tokenizer, plan
+from chatmem.context import MODES, Mode, PlanInputError, count_message, get_tokenizer, plan
 from chatmem.context.compaction import SummaryRound
 from chatmem.context.document import load_export
 from chatmem.context.folding import fold, run_fold
+from chatmem.context.history import CountedMessages
 from chatmem.context.values import default_answer_reserve
 
 
@@ -81,9 +82,14 @@ def run_plan(
             answer_reserve=default_answer_reserve(window) if automatic else profile.answer_reserve,
         )
     chosen = cast(Mode, mode) if mode is not None else item.mode
-    if not compact:
-        return plan(item.conversation, profile, mode=chosen, draft=draft).to_dict()
     tokenizer = get_tokenizer(profile.tokenizer)
+    # Each message is counted once (the plan and every round read the sums).
+    conversation_value = replace(
+        item.conversation,
+        messages=CountedMessages(item.conversation.messages, lambda m: count_message(m, tokenizer)),
+    )
+    if not compact:
+        return plan(conversation_value, profile, mode=chosen, draft=draft).to_dict()
     rounds: list[dict[str, Any]] = []
 
     def summarise(request: SummaryRound) -> str:
@@ -105,7 +111,7 @@ def run_plan(
         return text
 
     result = run_fold(
-        fold(item.conversation, profile, mode=chosen, draft=draft, tokenizer=tokenizer),
+        fold(conversation_value, profile, mode=chosen, draft=draft, tokenizer=tokenizer),
         summarise,
     )
     out = result.plan.to_dict()

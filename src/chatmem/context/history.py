@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, overload
 
 from chatmem.context.errors import PlanInputError
 from chatmem.context.values import Message
@@ -109,6 +109,40 @@ class CountedHistory(Protocol):
     def index_of(self, message_id: str) -> int | None:
         """Index of ``message_id``, or None when it is not in the history."""
         ...
+
+
+class CountedMessages(Sequence[Message]):
+    """A history held in memory that answers :class:`CountedHistory` from prefix sums built
+    once, as storage answers it from its index: for callers that plan or fold the same long
+    history many times (a fold, the offline CLI, benchmarks, an embedding program)."""
+
+    def __init__(self, messages: Sequence[Message], tokens_of: TokensOf) -> None:
+        self._messages = list(messages)
+        self._prefix = [0]
+        total = 0
+        for message in self._messages:
+            total += message.tokens if message.tokens is not None else tokens_of(message)
+            self._prefix.append(total)
+        self._index = {message.id: i for i, message in enumerate(self._messages)}
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        return self._messages[index]
+
+    def tokens_between(self, start: int, stop: int) -> int:
+        start, stop = max(0, start), min(stop, len(self._messages))
+        return self._prefix[stop] - self._prefix[start] if stop > start else 0
+
+    def index_of(self, message_id: str) -> int | None:
+        return self._index.get(message_id)
 
 
 def tokens_between(messages: Sequence[Message], start: int, stop: int, tokens_of: TokensOf) -> int:

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from chatmem import context as engine
+from chatmem.context.history import CountedMessages
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import Mode, Prices, Profile
 from chatmem.errors import InvalidInput, NotFound
@@ -272,10 +273,13 @@ def load_inputs(
         has_summary=bool(row.summaries),
         has_files=bool(row.files),
     )
-    if materialize:
-        conversation = replace(conversation, messages=list(conversation.messages))
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
     tokenizer = calibrated_tokenizer(connection, target)
+    if materialize:
+        messages = CountedMessages(
+            conversation.messages, lambda m: engine.count_message(m, tokenizer)
+        )
+        conversation = replace(conversation, messages=messages)
     plan = (
         engine.plan(
             conversation,
