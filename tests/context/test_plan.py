@@ -588,3 +588,26 @@ def test_ctx19_a_draft_too_big_even_after_compaction_is_not_sendable() -> None:
     assert not result.sendable
     with pytest.raises(DoesNotFit):
         result.require_sendable()
+
+
+@pytest.mark.parametrize("role", ["system", "developer", "user"])
+def test_ctx22_instructions_summary_and_files_go_with_the_profiles_role(role: str) -> None:
+    """Some chat templates drop system messages (Gemma in llama.cpp): the profile chooses the
+    role the memory is sent with, and the summariser's instructions follow it."""
+    profile = Profile(instructions_role=role)  # type: ignore[arg-type]
+    pinned = File("f", "notes.txt", "the tiles are grey", state="pinned")
+    c = Conversation(
+        messages=pairs(6),
+        summary=Summary("earlier facts", through="m1"),
+        files=(pinned,),
+        instructions="Answer briefly.",
+    )
+    result = plan(c, profile, mode="full", draft="next")
+    assert [m["role"] for m in result.messages[:3]] == [role] * 3
+    assert "earlier facts" in result.messages[1]["content"]
+    first = next(fold(c, profile, mode="full", manual=True))
+    if role == "user":
+        assert [m["role"] for m in first.prompt] == ["user"]
+        assert SUMMARY_SECTIONS[0] in first.prompt[0]["content"]
+    else:
+        assert [m["role"] for m in first.prompt] == [role, "user"]

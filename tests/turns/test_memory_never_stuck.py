@@ -276,3 +276,32 @@ def test_a_stored_message_larger_than_the_window_is_folded_not_counted_as_zero(
     model_server.default_reply = "## Goal\nA long text."
     assert chat.turn("What was it about?")["status"] == "completed"
     assert_within_window(model_server, 8192, plan["tokens"]["reserve"])
+
+
+def test_a_fold_that_fails_midway_keeps_the_rounds_before_and_the_next_turn_goes_on(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    """CTX-12 per round: a summariser error at round 2 leaves round 1's summary (consistent
+    with the history, which is whole); the next turn folds on from there."""
+    chat = make_chat(turn_client, model_server, profile={"context_window": 8192})
+    import_history(chat, 300, seed=9)
+    plan = plan_of(chat, "Go on")
+    assert plan["compaction"]["rounds"] >= 3
+    model_server.reply("## Goal\nRound one.")
+    model_server.error(500)
+    model_server.error(500)  # the client's retry too
+    model_server.error(500)
+    run = chat.wait(chat.start("Go on"))
+    assert run["status"] == "failed"
+    stored = summaries(chat)
+    assert [s[:2] for s in stored] == [(1, "## Goal\nRound one.")]
+    history = chat.messages()
+    assert len(history) == 301  # the 300 imported and the question, nothing lost
+    through = [m["id"] for m in history].index(stored[0][2])
+    after = plan_of(chat)
+    assert all(after["status"][m["id"]] == "summarized" for m in history[: through + 1])
+    model_server.reset()
+    model_server.default_reply = "## Goal\nGoing on."
+    assert chat.turn("Go on, please")["status"] == "completed"
+    assert len(summaries(chat)) >= 3
+    assert_within_window(model_server, 8192, after["tokens"]["reserve"])

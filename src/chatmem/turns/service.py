@@ -323,7 +323,7 @@ class TurnService:
         if inputs.target.profile_id is None:
             # Refused before anything is stored: a turn without a model can only fail.
             raise InvalidInput("This conversation has no model: choose a model profile first.")
-        inputs.plan.require_sendable()
+        inputs.plan.require_fit()  # CTX-21: admission is exactly "fits after the fold"
         if file_ids:
             found = set(
                 session.scalars(
