@@ -1,8 +1,10 @@
-"""PROF-1: the engine's view of a profile — window, reserve, tokenizer, resolved prices."""
+"""PROF-1, CTX-22: the engine's view of a profile — window, memory knobs, tokenizer, prices."""
 
 from __future__ import annotations
 
-from chatmem.context.values import Prices, Profile
+from types import SimpleNamespace
+
+from chatmem.context.values import Prices, Profile, default_answer_reserve
 from chatmem.models.prices import resolve_prices
 from chatmem.models.profiles import engine_profile
 from chatmem.store.tables.profiles import ModelProfile
@@ -53,3 +55,42 @@ def test_price_precedence_free_then_override_then_table_then_unknown() -> None:
     assert resolve_prices("gpt-4o").source == "table"
     unknown = resolve_prices("totally-made-up-model-7b")
     assert unknown.source == "unknown" and unknown.prices == Prices(0.0, 0.0, free=False)
+
+
+KNOBS = {
+    "economy_pairs": 5,
+    "economy_batch": 2,
+    "full_threshold_fraction": 0.5,
+    "full_threshold_cap": 50_000,
+    "full_keep_messages": 8,
+    "window_messages": 30,
+    "window_chars": 20_000,
+    "instructions_role": "developer",
+}
+
+
+def test_engine_profile_carries_every_stored_knob_and_the_summarizer_window() -> None:
+    """CTX-22: the stored knobs reach the engine; CTX-21: so does the summariser's window."""
+    cheap = row(id="c", context_window=8_192)
+    profile = engine_profile(row(**KNOBS), cheap)
+    assert {name: getattr(profile, name) for name in KNOBS} == KNOBS
+    assert profile.summarizer_window == 8_192 and profile.summarizer_context == 8_192
+
+
+def test_null_knobs_leave_the_engine_defaults_and_an_automatic_reserve() -> None:
+    profile = engine_profile(row(context_window=8_192, answer_reserve=None))
+    defaults = Profile(context_window=8_192)
+    assert profile.answer_reserve == 1_024 == default_answer_reserve(8_192)
+    assert {name: getattr(profile, name) for name in KNOBS} == {
+        name: getattr(defaults, name) for name in KNOBS
+    }
+    assert profile.summarizer_window is None and profile.summarizer_context == 8_192
+
+
+def test_engine_profile_reads_attributes_only() -> None:
+    """The turn path hands in a namespace of the columns (and Core rows), not ORM rows."""
+    columns = {c.name: None for c in ModelProfile.__table__.c}
+    stored = {**columns, **{c: getattr(row(**KNOBS), c) for c in columns if c != "answer_reserve"}}
+    profile = engine_profile(SimpleNamespace(**stored), SimpleNamespace(**stored))
+    assert profile.economy_pairs == 5 and profile.answer_reserve == 4_096
+    assert profile.summarizer_window == 128_000

@@ -11,8 +11,11 @@ from fastapi.testclient import TestClient
 from tests.support.app import ApiUser, make_user
 from tests.support.model_server import FakeModelServer
 
+from chatmem.errors import InvalidInput
+from chatmem.models import profiles
 from chatmem.models.ssrf import EndpointPolicy, StaticResolver
 from chatmem.settings import Settings
+from chatmem.store.tables.accounts import User
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.web.app import create_app
 
@@ -320,3 +323,172 @@ def test_keys_are_ciphertext_in_the_database(api: TestClient, alice: ApiUser) ->
         assert row is not None and row.api_key_ciphertext is not None
         assert KEY.encode() not in row.api_key_ciphertext
         assert row.api_key_ciphertext[0] == 1
+
+
+# --- memory knobs (CTX-22) ------------------------------------------------------------------------
+
+KNOB_DEFAULTS = {
+    "economy_pairs": 3,
+    "economy_batch": 4,
+    "full_threshold_fraction": 0.8,
+    "full_threshold_cap": 200_000,
+    "full_keep_messages": 20,
+    "window_messages": 12,
+    "window_chars": 8_000,
+    "instructions_role": "system",
+}
+KNOBS_SET = {
+    "economy_pairs": 0,
+    "economy_batch": 100,
+    "full_threshold_fraction": 0.5,
+    "full_threshold_cap": 1_000,
+    "full_keep_messages": 1_000,
+    "window_messages": 1,
+    "window_chars": 1_000_000,
+    "instructions_role": "user",
+}
+INVALID_KNOBS = [
+    ("economy_pairs", -1),
+    ("economy_pairs", 101),
+    ("economy_pairs", 2.5),
+    ("economy_pairs", True),
+    ("economy_pairs", "3"),
+    ("economy_batch", 0),
+    ("economy_batch", 101),
+    ("full_threshold_fraction", 0.09),
+    ("full_threshold_fraction", 1.01),
+    ("full_threshold_fraction", "0.5"),
+    ("full_threshold_cap", 999),
+    ("full_threshold_cap", 1_000_001),
+    ("full_keep_messages", -1),
+    ("full_keep_messages", 1_001),
+    ("window_messages", 0),
+    ("window_messages", 1_001),
+    ("window_chars", 99),
+    ("window_chars", 1_000_001),
+    ("answer_reserve", -1),
+    ("answer_reserve", 4_097),  # more than half of an 8,192 window
+    ("answer_reserve", 1.5),
+    ("instructions_role", "assistant"),
+    ("instructions_role", "System"),
+]
+
+
+def test_a_new_profile_has_the_engine_defaults_and_an_automatic_reserve(
+    api: TestClient, alice: ApiUser
+) -> None:
+    """CTX-22: an 8,192-token window reserves an eighth (1,024), not half of it."""
+    small = create(api, alice, context_window=8_192)
+    assert small["answer_reserve"] == 1_024 and small["answer_reserve_auto"] is True
+    assert {k: small[k] for k in KNOB_DEFAULTS} == KNOB_DEFAULTS
+    assert create(api, alice)["answer_reserve"] == 4_096  # 32,768 / 8, the cap
+    # The automatic reserve follows the window.
+    bigger = api.patch(
+        f"/api/v1/profiles/{small['id']}", json={"context_window": 16_384}, headers=alice.headers
+    ).json()
+    assert bigger["answer_reserve"] == 2_048 and bigger["answer_reserve_auto"] is True
+
+
+@SQLITE_ONLY
+def test_every_knob_round_trips_and_null_returns_it_to_the_default(
+    api: TestClient, alice: ApiUser
+) -> None:
+    created = create(api, alice, context_window=8_192, answer_reserve=4_096, **KNOBS_SET)
+    assert {k: created[k] for k in KNOBS_SET} == KNOBS_SET
+    assert created["answer_reserve"] == 4_096 and created["answer_reserve_auto"] is False
+    url = f"/api/v1/profiles/{created['id']}"
+    assert api.get(url, headers=alice.headers).json() == created
+    # A change to one knob leaves the others alone.
+    changed = api.patch(url, json={"window_chars": 500}, headers=alice.headers).json()
+    assert changed["window_chars"] == 500 and changed["economy_batch"] == 100
+    assert changed["answer_reserve"] == 4_096
+    # An integer fraction is a number like any other.
+    assert (
+        api.patch(url, json={"full_threshold_fraction": 1}, headers=alice.headers).json()[
+            "full_threshold_fraction"
+        ]
+        == 1.0
+    )
+    # null: back to the defaults, the reserve automatic again.
+    reset = {k: None for k in (*KNOB_DEFAULTS, "answer_reserve")}
+    back = api.patch(url, json=reset, headers=alice.headers).json()
+    assert {k: back[k] for k in KNOB_DEFAULTS} == KNOB_DEFAULTS
+    assert back["answer_reserve"] == 1_024 and back["answer_reserve_auto"] is True
+    with api.app.state.db.session() as session:  # type: ignore[attr-defined]
+        row = session.get(ModelProfile, created["id"])
+        assert row is not None
+        assert [getattr(row, k) for k in reset] == [None] * len(reset)
+
+
+@SQLITE_ONLY
+def test_invalid_knobs_are_refused_and_change_nothing(api: TestClient, alice: ApiUser) -> None:
+    created = create(api, alice, context_window=8_192)
+    url = f"/api/v1/profiles/{created['id']}"
+    for name, value in INVALID_KNOBS:
+        response = api.post(
+            "/api/v1/profiles",
+            json=body(context_window=8_192, **{name: value}),
+            headers=alice.headers,
+        )
+        assert response.status_code == 422, (name, value, response.text)
+        error = response.json()["error"]
+        assert error["code"] == "invalid_input" and name in error["message"], error
+        patched = api.patch(url, json={name: value}, headers=alice.headers)
+        assert patched.status_code == 422, (name, value, patched.text)
+        assert patched.json()["error"]["code"] == "invalid_input"
+        assert name in patched.json()["error"]["message"]
+    assert api.get(url, headers=alice.headers).json() == created
+    assert len(api.get("/api/v1/profiles", headers=alice.headers).json()["items"]) == 1
+
+
+@SQLITE_ONLY
+def test_non_finite_fraction_is_refused(api: TestClient, alice: ApiUser) -> None:
+    for raw in ("NaN", "Infinity"):
+        response = api.post(
+            "/api/v1/profiles",
+            content=f'{{"name": "n", "base_url": "https://api.model.test/v1", "model": "m", '
+            f'"full_threshold_fraction": {raw}}}',
+            headers={**alice.headers, "content-type": "application/json"},
+        )
+        assert response.status_code in (400, 422), response.text
+        assert response.json()["error"]["code"] == "invalid_input"
+
+
+@SQLITE_ONLY
+def test_answer_reserve_is_checked_against_the_new_window(api: TestClient, alice: ApiUser) -> None:
+    """Shrinking the window refuses a reserve above half of it; the automatic one follows."""
+    pid = create(api, alice, context_window=32_768, answer_reserve=10_000)["id"]
+    url = f"/api/v1/profiles/{pid}"
+    refused = api.patch(url, json={"context_window": 8_192}, headers=alice.headers)
+    assert refused.status_code == 422
+    assert "answer_reserve" in refused.json()["error"]["message"]
+    assert api.get(url, headers=alice.headers).json()["context_window"] == 32_768
+    both = api.patch(
+        url, json={"context_window": 8_192, "answer_reserve": None}, headers=alice.headers
+    ).json()
+    assert (both["context_window"], both["answer_reserve"], both["answer_reserve_auto"]) == (
+        8_192,
+        1_024,
+        True,
+    )
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize(
+    ("name", "value"), [(n, v) for n, v in INVALID_KNOBS if n != "answer_reserve"]
+)
+def test_the_repository_checks_knobs_for_callers_other_than_the_api(
+    api: TestClient, alice: ApiUser, name: str, value: Any
+) -> None:
+    """The profiles room refuses what the API schema would (naming the field), before any
+    change reaches the row."""
+    pid = create(api, alice)["id"]
+    state = api.app.state  # type: ignore[attr-defined]
+    with state.db.session() as session:
+        row = session.get(ModelProfile, pid)
+        user = session.get(User, row.user_id)
+        with pytest.raises(InvalidInput, match=name):
+            profiles.update_profile(
+                session, user, row, state.secrets, state.endpoint_policy, {name: value}
+            )
+        assert getattr(row, name) is None

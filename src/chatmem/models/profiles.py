@@ -6,21 +6,28 @@
 * Saving checks the base URL with the endpoint policy (PROF-4) and encrypts the API key with
   the profile id as associated data (PROF-2).  The key is write-only: :func:`public_view`
   says ``has_api_key`` and nothing more.
-* :func:`engine_profile` is the context engine's view (window, reserve, tokenizer, prices);
-  :func:`model_endpoint` is the client's (URL, model, decrypted key) — the only place a key
-  is decrypted, right before a request.
+* The memory knobs (CTX-22) are stored NULL until set, meaning "the engine's default"
+  (:data:`KNOB_RANGES` lists them with their accepted ranges; ``instructions_role`` is one of
+  :data:`INSTRUCTIONS_ROLES`).  A NULL ``answer_reserve`` follows the window
+  (:func:`~chatmem.context.values.default_answer_reserve`); an explicit null in a change
+  returns a knob to its default.  :func:`public_view` shows the effective values.
+* :func:`engine_profile` is the context engine's view (window, knobs, tokenizer, prices,
+  the summariser's window); :func:`model_endpoint` is the client's (URL, model, decrypted
+  key) — the only place a key is decrypted, right before a request.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import fields as dataclass_fields
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from chatmem.context.values import Profile
+from chatmem.context.values import INSTRUCTIONS_ROLES, Profile, default_answer_reserve
 from chatmem.errors import Forbidden, InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
 from chatmem.models.prices import PriceInfo, resolve_prices
@@ -30,7 +37,6 @@ from chatmem.store.engine import profile_visible_to
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import (
-    ANSWER_RESERVE_DEFAULT,
     CONTEXT_WINDOW_DEFAULT,
     CONTEXT_WINDOW_MAX,
     CONTEXT_WINDOW_MIN,
@@ -52,7 +58,34 @@ EDITABLE = (
     "stateless",
     "summarizer_profile_id",
     "shared",
+    "economy_pairs",
+    "economy_batch",
+    "full_threshold_fraction",
+    "full_threshold_cap",
+    "full_keep_messages",
+    "window_messages",
+    "window_chars",
+    "instructions_role",
 )
+
+#: CTX-22: the numeric memory knobs and the ranges a profile may set (inclusive).  The answer
+#: reserve is bounded by the window instead: 0 … half of it.
+KNOB_RANGES: Mapping[str, tuple[int | float, int | float]] = {
+    "economy_pairs": (0, 100),  # K, question–answer pairs kept verbatim (CTX-4)
+    "economy_batch": (1, 100),  # B, pairs folded into the summary at once (CTX-4)
+    "full_threshold_fraction": (0.1, 1.0),  # of the window (CTX-5)
+    "full_threshold_cap": (1_000, 1_000_000),  # tokens (CTX-5)
+    "full_keep_messages": (0, 1_000),  # CTX-5
+    "window_messages": (1, 1_000),  # N (CTX-6)
+    "window_chars": (100, 1_000_000),  # C (CTX-6)
+}
+#: The knobs a NULL column leaves to the engine's fixed default (the answer reserve, whose
+#: default follows the window, is kept apart).
+KNOBS: tuple[str, ...] = (*KNOB_RANGES, "instructions_role")
+#: The engine's defaults, read from its :class:`Profile` so the two never disagree.
+KNOB_DEFAULTS: Mapping[str, Any] = {
+    f.name: f.default for f in dataclass_fields(Profile) if f.name in KNOBS
+}
 
 
 # --- lookups -----------------------------------------------------------------------------------
@@ -98,7 +131,7 @@ def create_profile(
         user_id=user.id,
         shared=False,
         context_window=CONTEXT_WINDOW_DEFAULT,
-        answer_reserve=ANSWER_RESERVE_DEFAULT,
+        answer_reserve=None,  # automatic: follows the window (CTX-22)
         tokenizer="estimate",
         free=False,
         stateless=False,
@@ -147,6 +180,8 @@ def _apply(
     *,
     creating: bool,
 ) -> None:
+    """Check every change against the profile as it would be, then write them all: a refused
+    change leaves the row untouched."""
     unknown = set(fields) - set(EDITABLE) - {"api_key"}
     if unknown:
         raise InvalidInput(f"unknown profile fields: {', '.join(sorted(unknown))}")
@@ -154,6 +189,7 @@ def _apply(
         for required in ("name", "base_url", "model"):
             if not fields.get(required):
                 raise InvalidInput(f"{required}: required")
+    changes: dict[str, Any] = {}
     for name in EDITABLE:
         if name in fields:
             value = fields[name]
@@ -161,29 +197,47 @@ def _apply(
                 value = str(value or "").strip()
                 if not value:
                     raise InvalidInput(f"{name}: must not be empty")
-            setattr(row, name, value)
-    if "shared" in fields and fields["shared"] and not user.is_admin:
+            changes[name] = value
+    if changes.get("shared") and not user.is_admin:
         raise Forbidden("Only administrators can publish shared profiles.")
-    _validate(session, user, row)
+    after = SimpleNamespace(**{"id": row.id, **{n: getattr(row, n) for n in EDITABLE}, **changes})
+    _validate(session, user, after)
     if creating or "base_url" in fields:
-        policy.check_url(row.base_url)
+        policy.check_url(after.base_url)
+    for name, value in changes.items():
+        setattr(row, name, value)
     if "api_key" in fields:
         key = fields["api_key"]
         key = key.strip() if isinstance(key, str) else None
         row.api_key_ciphertext = secrets.encrypt(key, profile_aad(row.id)) if key else None
 
 
-def _validate(session: Session, user: User, row: ModelProfile) -> None:
-    if not CONTEXT_WINDOW_MIN <= row.context_window <= CONTEXT_WINDOW_MAX:
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _validate(session: Session, user: User, row: Any) -> None:
+    window = row.context_window
+    if not _whole(window) or not CONTEXT_WINDOW_MIN <= window <= CONTEXT_WINDOW_MAX:
         raise InvalidInput(
             f"context_window: must be between {CONTEXT_WINDOW_MIN:,} and {CONTEXT_WINDOW_MAX:,} tokens"
         )
-    if not 0 <= row.answer_reserve <= row.context_window // 2:
-        raise InvalidInput("answer_reserve: must be between 0 and half the context window")
+    # Checked against the window as it will be, so shrinking the window can refuse a reserve.
+    if row.answer_reserve is not None and (
+        not _whole(row.answer_reserve) or not 0 <= row.answer_reserve <= window // 2
+    ):
+        raise InvalidInput(
+            f"answer_reserve: must be between 0 and {window // 2:,} tokens (half the context "
+            "window), or empty for the automatic reserve"
+        )
+    _validate_knobs(row)
     if row.tokenizer not in TOKENIZERS:
         raise InvalidInput(f"tokenizer: one of {', '.join(TOKENIZERS)}")
-    for price in (row.input_price_per_mtok, row.output_price_per_mtok):
-        if price is not None and price < 0:
+    for name in ("input_price_per_mtok", "output_price_per_mtok"):
+        price = getattr(row, name)
+        if price is not None and (
+            isinstance(price, bool) or not isinstance(price, (int, float)) or not price >= 0
+        ):
             raise InvalidInput("prices must not be negative")
     if row.summarizer_profile_id is not None:
         if row.summarizer_profile_id == row.id:
@@ -194,10 +248,32 @@ def _validate(session: Session, user: User, row: ModelProfile) -> None:
             raise InvalidInput("summarizer_profile_id: no such profile") from None
 
 
+def _validate_knobs(row: Any) -> None:
+    """CTX-22: each knob NULL (the default) or within :data:`KNOB_RANGES`."""
+    for name, (low, high) in KNOB_RANGES.items():
+        value = getattr(row, name)
+        if value is None:
+            continue
+        if isinstance(low, float):
+            ok = (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and low <= value <= high
+            )
+            if not ok:
+                raise InvalidInput(f"{name}: must be a number between {low:g} and {high:g}")
+        elif not _whole(value) or not low <= value <= high:
+            raise InvalidInput(f"{name}: must be a whole number between {low:,} and {high:,}")
+    role = row.instructions_role
+    if role is not None and role not in INSTRUCTIONS_ROLES:
+        raise InvalidInput(f"instructions_role: one of {', '.join(INSTRUCTIONS_ROLES)}")
+
+
 # --- views -------------------------------------------------------------------------------------
 
 
-def price_info(row: ModelProfile) -> PriceInfo:
+def price_info(row: Any) -> PriceInfo:
     return resolve_prices(
         row.model,
         base_url=row.base_url,
@@ -207,20 +283,39 @@ def price_info(row: ModelProfile) -> PriceInfo:
     )
 
 
-def engine_profile(row: ModelProfile, summarizer: ModelProfile | None = None) -> Profile:
-    """The context engine's view of a profile (prices resolved: override, table, or free)."""
-    prices = price_info(row).prices
-    profile = Profile(
+def engine_profile(row: Any, summarizer: Any = None) -> Profile:
+    """The context engine's view of a profile (prices resolved: override, table, or free),
+    with its memory knobs (a NULL knob leaves the engine's default) and, given a summariser
+    profile, its prices and window.  ``row`` and ``summarizer`` may be ORM rows, Core rows or
+    namespaces of the columns: only attributes are read."""
+    knobs = {name: value for name in KNOBS if (value := getattr(row, name, None)) is not None}
+    extra: dict[str, Any] = {}
+    if summarizer is not None:
+        extra = {
+            "summarizer_prices": price_info(summarizer).prices,
+            "summarizer_window": summarizer.context_window,
+        }
+    return Profile(
         context_window=row.context_window,
-        answer_reserve=row.answer_reserve,
+        answer_reserve=row.answer_reserve,  # None: the window's default (CTX-22)
         tokenizer=row.tokenizer,
         stateless=row.stateless,
         model=row.model,
-        prices=prices,
+        prices=price_info(row).prices,
+        **knobs,
+        **extra,
     )
-    if summarizer is not None:
-        profile = replace(profile, summarizer_prices=price_info(summarizer).prices)
-    return profile
+
+
+def effective_knobs(row: Any) -> dict[str, Any]:
+    """Every knob as the engine uses it: the stored value, or the default when NULL."""
+    out = {name: _or(getattr(row, name, None), KNOB_DEFAULTS[name]) for name in KNOBS}
+    out["answer_reserve"] = _or(row.answer_reserve, default_answer_reserve(row.context_window))
+    return out
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def decrypt_api_key(row: ModelProfile, secrets: SecretBox) -> str | None:
@@ -242,7 +337,8 @@ def public_view(row: ModelProfile, user: User) -> dict[str, Any]:
         "model": row.model,
         "has_api_key": row.api_key_ciphertext is not None,
         "context_window": row.context_window,
-        "answer_reserve": row.answer_reserve,
+        **effective_knobs(row),
+        "answer_reserve_auto": row.answer_reserve is None,
         "tokenizer": row.tokenizer,
         "input_price_per_mtok": row.input_price_per_mtok,
         "output_price_per_mtok": row.output_price_per_mtok,

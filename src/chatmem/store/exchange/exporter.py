@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from chatmem.context.values import default_answer_reserve
 from chatmem.errors import NotFound
 from chatmem.store.exchange.native import ExportedConversation, export_chunks
 from chatmem.store.exchange.records import PROFILE_KEYS, format_time
@@ -240,7 +241,10 @@ def profile_settings(session: Session, conversation: Conversation) -> dict[str, 
             ).where(ModelProfile.id == conversation.profile_id)
         ).first()
         if row is not None:
-            return {k: v for k, v in row._mapping.items() if v is not None}
+            settings = dict(row._mapping)
+            if settings["answer_reserve"] is None:  # automatic: the reserve it plans with
+                settings["answer_reserve"] = default_answer_reserve(settings["context_window"])
+            return {k: v for k, v in settings.items() if v is not None}
     meta = conversation.meta or {}
     kept = meta.get("profile") if isinstance(meta, dict) else None
     return {k: kept[k] for k in PROFILE_KEYS if k in kept} if isinstance(kept, dict) else None

@@ -1,14 +1,37 @@
 /* Model profiles.  The API key field is write-only: the server never returns a key, only
-   whether one is set (PROF-2), so the form shows "Key set" and sends a key only when typed. */
+   whether one is set (PROF-2), so the form shows "Key set" and sends a key only when typed.
+   Memory knobs (CTX-22) are sent only when changed, so an untouched knob keeps following the
+   server's default; an emptied one returns to it.  An empty answer reserve is automatic. */
 (function () {
   "use strict";
-  const { api, items, el, fmtTokens, toast } = window.chatmem;
+  const { api, items, el, fmtInt, fmtTokens, toast } = window.chatmem;
   const list = document.getElementById("profile-list");
   const empty = document.getElementById("profiles-empty");
   const form = document.getElementById("profile-form");
   const error = document.getElementById("profile-error");
   const $ = (id) => document.getElementById(id);
   let profiles = [];
+  /* Memory knob → its input; the values shown when the form opened (to send only changes). */
+  const KNOBS = {
+    economy_pairs: "pf-economy-pairs",
+    economy_batch: "pf-economy-batch",
+    full_threshold_fraction: "pf-full-fraction",
+    full_threshold_cap: "pf-full-cap",
+    full_keep_messages: "pf-full-keep",
+    window_messages: "pf-window-messages",
+    window_chars: "pf-window-chars",
+    instructions_role: "pf-instructions-role",
+  };
+  let shown = {};
+
+  /* The server's automatic answer reserve for a window (CTX-22), for the placeholder. */
+  function autoReserve(window) {
+    return Math.min(4096, Math.max(1024, Math.floor(window / 8)));
+  }
+  function showAutoReserve() {
+    const window = Number($("pf-window").value) || 32768;
+    $("pf-reserve").placeholder = "automatic: " + fmtInt(autoReserve(window)) + " tokens";
+  }
 
   /* The profile's own price overrides (the form edits these, not the price table's). */
   function priceIn(p) { return p.input_price_per_mtok ?? null; }
@@ -70,7 +93,15 @@
     $("pf-api-key").placeholder = p && p.has_api_key ? "Key set — type to replace" : "Optional";
     $("pf-key-state").textContent = p && p.has_api_key ? "Key set" : "No key set";
     $("pf-window").value = p ? p.context_window : 32768;
-    $("pf-reserve").value = p && p.answer_reserve != null ? p.answer_reserve : "";
+    $("pf-reserve").value = p && !p.answer_reserve_auto && p.answer_reserve != null ? p.answer_reserve : "";
+    showAutoReserve();
+    shown = {};
+    for (const [knob, id] of Object.entries(KNOBS)) {
+      const input = $(id);
+      if (input.tagName === "SELECT") input.value = (p && p[knob]) || "system";
+      else input.value = p && p[knob] != null ? p[knob] : "";
+      shown[knob] = input.value;
+    }
     $("pf-tokenizer").value = (p && p.tokenizer) || "estimate";
     $("pf-price-in").value = p && priceIn(p) != null ? priceIn(p) : "";
     $("pf-price-out").value = p && priceOut(p) != null ? priceOut(p) : "";
@@ -98,7 +129,15 @@
       stateless: $("pf-stateless").checked,
       free: $("pf-free").checked,
     };
+    // Empty answer reserve: automatic (a change sends null to return to it).
     if ($("pf-reserve").value !== "") body.answer_reserve = Number($("pf-reserve").value);
+    else if (id) body.answer_reserve = null;
+    for (const [knob, inputId] of Object.entries(KNOBS)) {
+      const input = $(inputId);
+      if (input.value === shown[knob]) continue;
+      if (input.value === "") { if (id) body[knob] = null; }
+      else body[knob] = input.tagName === "SELECT" ? input.value : Number(input.value);
+    }
     // Empty price fields mean "from the price table" (null), not zero.
     body.input_price_per_mtok = $("pf-price-in").value === "" ? null : Number($("pf-price-in").value);
     body.output_price_per_mtok = $("pf-price-out").value === "" ? null : Number($("pf-price-out").value);
@@ -115,6 +154,7 @@
     }
   });
 
+  $("pf-window").addEventListener("input", showAutoReserve);
   $("add-profile").addEventListener("click", () => edit(null));
   $("pf-cancel").addEventListener("click", () => { $("pf-api-key").value = ""; form.hidden = true; });
   load();

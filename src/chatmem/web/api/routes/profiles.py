@@ -5,6 +5,11 @@ endpoint policy on every save (``endpoint_not_allowed``, 400).  ``POST …/{id}/
 the URL, key and model by asking the model API for its model list (falling back to a one-token
 completion for APIs without ``/models``) and answers ``{"ok": …}`` — a failing provider is a
 result of the test, not an error of the request.
+
+The memory knobs (CTX-22) are optional: left out, or null, they follow the engine's defaults
+(an explicit null in a PATCH returns a knob, or the answer reserve, to its default).  Their
+ranges come from the profiles room (:data:`chatmem.models.profiles.KNOB_RANGES`), which checks
+them again on save — with the answer reserve against the window as it will be.
 """
 
 from __future__ import annotations
@@ -16,11 +21,11 @@ import anyio.from_thread
 from fastapi import APIRouter, Response
 from pydantic import Field
 
+from chatmem.context.values import InstructionsRole
 from chatmem.errors import EndpointNotAllowed, ProviderError
 from chatmem.models import profiles as repo
 from chatmem.models.client import ModelClient, RetryPolicy
 from chatmem.store.tables.profiles import (
-    ANSWER_RESERVE_DEFAULT,
     CONTEXT_WINDOW_DEFAULT,
     CONTEXT_WINDOW_MAX,
     CONTEXT_WINDOW_MIN,
@@ -37,15 +42,48 @@ Tokenizer = Literal["estimate", "o200k_base", "cl100k_base"]
 Text = Annotated[str, Field(min_length=1, max_length=200)]
 Url = Annotated[str, Field(min_length=1, max_length=2048)]
 Key = Annotated[str, Field(max_length=4096)]
+Reserve = Annotated[int, Field(ge=0, le=CONTEXT_WINDOW_MAX // 2)]
 
 
-class ProfileCreate(Body):
+def _range(name: str) -> Any:
+    """The knob's bounds as the profiles room states them (CTX-22)."""
+    low, high = repo.KNOB_RANGES[name]
+    return (
+        Field(ge=low, le=high, allow_inf_nan=False)
+        if isinstance(low, float)
+        else Field(ge=low, le=high)
+    )
+
+
+EconomyPairs = Annotated[int, _range("economy_pairs")]
+EconomyBatch = Annotated[int, _range("economy_batch")]
+ThresholdFraction = Annotated[float, _range("full_threshold_fraction")]
+ThresholdCap = Annotated[int, _range("full_threshold_cap")]
+KeepMessages = Annotated[int, _range("full_keep_messages")]
+WindowMessages = Annotated[int, _range("window_messages")]
+WindowChars = Annotated[int, _range("window_chars")]
+
+
+class MemoryKnobs(Body):
+    """CTX-22, in both bodies: absent or null is the engine's default."""
+
+    answer_reserve: Reserve | None = None  # None: the window's default
+    economy_pairs: EconomyPairs | None = None
+    economy_batch: EconomyBatch | None = None
+    full_threshold_fraction: ThresholdFraction | None = None
+    full_threshold_cap: ThresholdCap | None = None
+    full_keep_messages: KeepMessages | None = None
+    window_messages: WindowMessages | None = None
+    window_chars: WindowChars | None = None
+    instructions_role: InstructionsRole | None = None
+
+
+class ProfileCreate(MemoryKnobs):
     name: Text
     base_url: Url
     model: Text
     api_key: Key | None = None
     context_window: Window = CONTEXT_WINDOW_DEFAULT
-    answer_reserve: Annotated[int, Field(ge=0)] = ANSWER_RESERVE_DEFAULT
     tokenizer: Tokenizer = "estimate"
     input_price_per_mtok: Price | None = None
     output_price_per_mtok: Price | None = None
@@ -55,15 +93,15 @@ class ProfileCreate(Body):
     shared: bool = False
 
 
-class ProfileUpdate(Body):
-    """Only the fields sent change; ``api_key: null`` removes the key."""
+class ProfileUpdate(MemoryKnobs):
+    """Only the fields sent change; ``api_key: null`` removes the key, a knob's null returns
+    it to the default."""
 
     name: Text | None = None
     base_url: Url | None = None
     model: Text | None = None
     api_key: Key | None = None
     context_window: Window | None = None
-    answer_reserve: Annotated[int, Field(ge=0)] | None = None
     tokenizer: Tokenizer | None = None
     input_price_per_mtok: Price | None = None
     output_price_per_mtok: Price | None = None
@@ -74,7 +112,14 @@ class ProfileUpdate(Body):
 
 
 # Fields where an explicit null means "clear"; for the others null means "unchanged".
-_NULLABLE = {"api_key", "input_price_per_mtok", "output_price_per_mtok", "summarizer_profile_id"}
+_NULLABLE = {
+    "api_key",
+    "input_price_per_mtok",
+    "output_price_per_mtok",
+    "summarizer_profile_id",
+    "answer_reserve",
+    *repo.KNOBS,
+}
 
 
 @router.get("")
