@@ -41,25 +41,6 @@ def test_ctx17_free_model_counter_reads_free(alice: Any, server: Server, profile
     expect(alice.locator("#mw-price")).to_have_text("Next request: free")  # CTX-18
 
 
-def test_ctx18_the_window_adds_the_compression_price_when_compaction_will_run(
-    alice: Any, server: Server, profiles: Any
-) -> None:
-    with server.api("alice") as api:
-        c = make_conversation(api, profiles["paid"]["id"], title="Long and heavy")
-        path = f"/api/v1/conversations/{c['id']}/messages"
-        for i in range(15):  # 30 long messages: past the 13K auto-compress threshold
-            for role in ("user", "assistant"):
-                body = {"role": role, "content": f"{role} {i} " + "detail " * 400}
-                api.post(path, json=body).raise_for_status()
-        plan = api.get(f"/api/v1/conversations/{c['id']}/context").json()
-    assert plan["compaction"]["needed"] is True, (plan["compaction"], plan["tokens"])
-    open_chat(alice, server, c)
-    alice.locator("#counter").click()
-    expect(alice.locator("#mw-compaction-price")).to_have_text(
-        re.compile(r"^\+ memory compression ≈ \$[\d.]+$")
-    )
-
-
 def test_ctx18_memory_window_shows_every_row_price_threshold_and_mode(
     alice: Any, server: Server, profiles: Any
 ) -> None:

@@ -40,7 +40,7 @@ the plan then does not fit, and nothing is cut silently (CTX-19).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,22 +206,37 @@ def tokens_of_cached(message: Message, tokens_of: TokensOf) -> int:
 # alone, when its tail would not fit (CTX-21).
 
 
+def _floor(
+    messages: Sequence[Message],
+    stop: int,
+    through: str | None,
+    tokens_of: TokensOf,
+    enough: Callable[[Pair], bool],
+) -> int:
+    """Start of the newest pair at which ``enough`` (called on each pair, newest first) is
+    first true; the oldest pair's start when it never is."""
+    floor = stop
+    for pair in PairWalker(messages, stop, through, tokens_of):
+        floor = pair.start
+        if enough(pair):
+            break
+    return floor
+
+
 def _complete_floor(
     messages: Sequence[Message], stop: int, through: str | None, tokens_of: TokensOf, keep: int
 ) -> int:
-    """Start of the ``keep``-th newest complete pair (``stop`` when ``keep`` is 0; the
-    oldest pair's start when there are fewer)."""
+    """Start of the ``keep``-th newest complete pair (``stop`` when ``keep`` is 0)."""
     if keep <= 0:
         return stop
-    floor = stop
     seen = 0
-    for pair in PairWalker(messages, stop, through, tokens_of):
-        floor = pair.start
-        if pair.complete and not pair.excluded:
-            seen += 1
-            if seen == keep:
-                break
-    return floor
+
+    def enough(pair: Pair) -> bool:
+        nonlocal seen
+        seen += pair.complete and not pair.excluded
+        return seen == keep
+
+    return _floor(messages, stop, through, tokens_of, enough)
 
 
 def _message_floor(
@@ -230,12 +245,7 @@ def _message_floor(
     """Start of the newest pair that keeps at least ``keep`` messages verbatim."""
     if keep <= 0:
         return stop
-    floor = stop
-    for pair in PairWalker(messages, stop, through, tokens_of):
-        floor = pair.start
-        if stop - pair.start >= keep:
-            break
-    return floor
+    return _floor(messages, stop, through, tokens_of, lambda pair: stop - pair.start >= keep)
 
 
 def economy_floor(

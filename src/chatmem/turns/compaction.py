@@ -134,6 +134,7 @@ async def run_fold(
     event per round (``final`` false) and one at the end; ``race`` wraps each model call
     (the turn races it against Stop).  Returns None when there was nothing to fold."""
     target = inputs.summarizer
+    payer = _Payer(user_id, inputs.conversation_id, run_id, kind, target)
     client = clients(target) if clients is not None else client_for(target, settings)
     flow = folding.fold(
         inputs.conversation,
@@ -157,22 +158,10 @@ async def run_fold(
             spent += cost
             if request.commit:
                 folded += request.message_count
-                last = await work(
-                    db,
-                    _store_round,
-                    inputs,
-                    target,
-                    request,
-                    answer,
-                    focus,
-                    kind,
-                    user_id,
-                    run_id,
-                    cost,
-                )
+                last = await work(db, _store_round, payer, request, answer, focus, cost)
                 last = replace(last, message_count=folded, cost=spent)
             else:
-                await work(db, _ledger, target, inputs, answer, kind, user_id, run_id, cost)
+                await work(db, payer.record, answer, cost)
             if emit is not None:
                 await emit("compaction", _progress(request, folded, last))
             try:
@@ -244,40 +233,37 @@ class _Answer:
     completion_tokens: int
 
 
-def _ledger(
-    session: Any,
-    target: ModelTarget,
-    inputs: TurnInputs,
-    answer: _Answer,
-    kind: str,
-    user_id: str,
-    run_id: str | None,
-    cost: float,
-) -> None:
-    runs.record_usage(
-        session,
-        user_id=user_id,
-        conversation_id=inputs.conversation_id,
-        run_id=run_id,
-        kind=kind,
-        profile_id=target.profile_id,
-        model=target.model,
-        prompt_tokens=int(answer.prompt_tokens),
-        completion_tokens=int(answer.completion_tokens),
-        cost=cost,
-    )
+@dataclass(frozen=True)
+class _Payer:
+    """Who a summariser call is billed to, and as what (USE-1)."""
+
+    user_id: str
+    conversation_id: str
+    run_id: str | None
+    kind: str
+    target: ModelTarget
+
+    def record(self, session: Any, answer: _Answer, cost: float) -> None:
+        runs.record_usage(
+            session,
+            user_id=self.user_id,
+            conversation_id=self.conversation_id,
+            run_id=self.run_id,
+            kind=self.kind,
+            profile_id=self.target.profile_id,
+            model=self.target.model,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            cost=cost,
+        )
 
 
 def _store_round(
     session: Any,
-    inputs: TurnInputs,
-    target: ModelTarget,
+    payer: _Payer,
     request: SummaryRound,
     answer: _Answer,
     focus: str | None,
-    kind: str,
-    user_id: str,
-    run_id: str | None,
     cost: float,
 ) -> CompactionOutcome:
     """One round's summary version and its ledger row, in one transaction (CTX-12)."""
@@ -285,13 +271,13 @@ def _store_round(
     version = (
         session.scalar(
             select(func.max(Summary.version)).where(
-                Summary.conversation_id == inputs.conversation_id
+                Summary.conversation_id == payer.conversation_id
             )
         )
         or 0
     ) + 1
     row = Summary(
-        conversation_id=inputs.conversation_id,
+        conversation_id=payer.conversation_id,
         version=version,
         first_message_id=request.first_id,
         through_message_id=request.through,
@@ -299,12 +285,12 @@ def _store_round(
         text=text,
         focus=focus,
         cost=cost,
-        model=target.model,
+        model=payer.target.model,
         created_at=utcnow(),
         **counts_for_text(text),
     )
     session.add(row)
-    _ledger(session, target, inputs, answer, kind, user_id, run_id, cost)
+    payer.record(session, answer, cost)
     session.flush()
     return CompactionOutcome(
         summary_id=row.id,
