@@ -264,7 +264,11 @@ def record_usage(
     completion_tokens: int,
     cost: float,
     estimated_prompt_tokens: int | None = None,
+    estimated: bool = False,
 ) -> None:
+    """One ledger row (USE-1).  ``estimated``: the provider reported no usage and the tokens
+    were counted by chatmem (PROV-1).  An ``overflow`` row (PROV-2) is not a billed call: it
+    is not added to the run's totals."""
     # Prepared Core statements: this is in every answer's checkpoint.
     connection = session.connection()
     connection.execute(
@@ -279,11 +283,12 @@ def record_usage(
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "estimated_prompt_tokens": estimated_prompt_tokens,
+            "estimated": estimated,
             "cost": cost,
             "created_at": utcnow(),
         },
     )
-    if run_id is not None:
+    if run_id is not None and kind != "overflow":
         connection.execute(
             _ADD_RUN_USAGE,
             {"rid": run_id, "prompt": prompt_tokens, "completion": completion_tokens, "add": cost},

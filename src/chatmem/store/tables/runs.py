@@ -8,9 +8,12 @@
   with it so any client can replay them after the live log is gone.
 - ``tool_calls`` — every MCP call with its status: ``started`` is written *before* the call,
   so a crash leaves evidence and the call is marked ``unknown``, never replayed.
-- ``usage_ledger`` — one row per model call (answer, summary, compaction) with the provider's
-  reported tokens and the cost at the profile's prices (USE-1).  No foreign key to the
-  conversation: spending stays on record after a conversation is deleted.
+- ``usage_ledger`` — one row per model call (answer, summary, compaction, probe) with the
+  provider's reported tokens and the cost at the profile's prices (USE-1); ``estimated`` when
+  the provider reported no usage and chatmem counted the call itself (PROV-1).  An
+  ``overflow`` row records a request the provider refused as too long for its context and the
+  token count it named (PROV-2): no cost, read only by the calibration (CTX-2).  No foreign
+  key to the conversation: spending stays on record after a conversation is deleted.
 - ``extension_requests`` — a user's "Request extension" (USE-3).
 """
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from chatmem.store.base import Base
@@ -27,7 +30,7 @@ from chatmem.store.types import RowId, UTCDateTime, new_id, utcnow
 
 RUN_STATUSES = ("running", "completed", "stopped", "interrupted", "failed")
 TOOL_STATUSES = ("started", "completed", "unknown", "failed")
-USAGE_KINDS = ("answer", "summary", "compaction")
+USAGE_KINDS = ("answer", "summary", "compaction", "probe", "overflow")
 
 
 class Run(Base):
@@ -104,6 +107,8 @@ class UsageRow(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     estimated_prompt_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: PROV-1: no usage came from the provider; the tokens were counted by chatmem.
+    estimated: Mapped[bool] = mapped_column(Boolean, default=False)
     cost: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
