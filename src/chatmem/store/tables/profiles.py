@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from chatmem.store.base import Base
@@ -68,4 +68,10 @@ class McpServer(Base):
     url: Mapped[str] = mapped_column(Text)
     headers_ciphertext: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: PROV-3: seconds to connect and list the tools, and for one call (NULL: the setting).
+    connect_timeout: Mapped[float | None] = mapped_column(Float, nullable=True)
+    call_timeout: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: PROV-6: the tool names offered (NULL: all), and those the user approves first.
+    allowed_tools: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    ask_first_tools: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -7,7 +7,10 @@
 - ``run_events`` — the numbered events of a run (``delta``, ``tool_call`` … ``done``), kept
   with it so any client can replay them after the live log is gone.
 - ``tool_calls`` — every MCP call with its status: ``started`` is written *before* the call,
-  so a crash leaves evidence and the call is marked ``unknown``, never replayed.
+  so a crash leaves evidence and the call is marked ``unknown``, never replayed.  An "ask
+  first" call is written ``waiting`` and records the user's decision (PROV-6); each row
+  says who (``user_id``), which server and tool, a SHA-256 digest of the arguments, the
+  outcome and how long the call took — the administrators' list of tool calls.
 - ``usage_ledger`` — one row per model call (answer, summary, compaction, probe) with the
   provider's reported tokens and the cost at the profile's prices (USE-1); ``estimated`` when
   the provider reported no usage and chatmem counted the call itself (PROV-1).  An
@@ -29,7 +32,8 @@ from chatmem.store.base import Base
 from chatmem.store.types import RowId, UTCDateTime, new_id, utcnow
 
 RUN_STATUSES = ("running", "completed", "stopped", "interrupted", "failed")
-TOOL_STATUSES = ("started", "completed", "unknown", "failed")
+TOOL_STATUSES = ("waiting", "started", "completed", "unknown", "failed", "refused", "not_run")
+TOOL_DECISIONS = ("approved", "refused", "expired")
 USAGE_KINDS = ("answer", "summary", "compaction", "probe", "overflow")
 
 
@@ -59,6 +63,9 @@ class Run(Base):
     cost: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    #: PROV-6: the "ask first" tool call the run waits on (``tool_call_id``, ``name``,
+    #: ``arguments``, ``server``), NULL otherwise.
+    waiting: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class RunEventRow(Base):
@@ -73,6 +80,7 @@ class RunEventRow(Base):
 
 class ToolCallRow(Base):
     __tablename__ = "tool_calls"
+    __table_args__ = (Index("ix_tool_calls_started_at", "started_at"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
@@ -86,6 +94,15 @@ class ToolCallRow(Base):
     result: Mapped[str | None] = mapped_column(Text, nullable=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # PROV-6: the record administrators read.
+    user_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    server_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    tool: Mapped[str | None] = mapped_column(String(300), nullable=True)  # the server's name
+    arguments_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    decision: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    decided_by: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class UsageRow(Base):

@@ -6,7 +6,7 @@ tokenizer; calibration (CTX-2) learns only from reported rows.  Existing rows we
 reported (or recorded as such): false.
 
 Revision ID: 0006_usage_estimated
-Revises: 0004_memory_knobs
+Revises: 0005_tool_policy
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006_usage_estimated"
-down_revision = "0004_memory_knobs"
+down_revision = "0005_tool_policy"
 branch_labels = None
 depends_on = None
 
