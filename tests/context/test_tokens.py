@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from chatmem.context import (
@@ -18,6 +20,7 @@ from chatmem.context import (
 )
 from chatmem.context.tokens import MAX_CALIBRATION, MESSAGE_OVERHEAD, _chunks
 
+from . import corpus
 from .corpus import CORPUS, ENGLISH
 
 EXACT = ("o200k_base", "cl100k_base")
@@ -28,6 +31,43 @@ EXACT = ("o200k_base", "cl100k_base")
 def test_ctx1_estimate_never_undercounts_real_tokenizers(sample: str, encoding: str) -> None:
     text = CORPUS[sample]
     assert get_tokenizer("estimate").count(text) >= get_tokenizer(encoding).count(text)
+
+
+def test_ctx1_estimate_counts_at_least_one_token_per_digit() -> None:
+    estimate = get_tokenizer("estimate")
+    for text in ("7", "42", "1234567890" * 50, "3.14159 2.71828", "+31 (706) 657-3136"):
+        digits = sum(ch.isdigit() for ch in text)
+        assert estimate.count(text) >= digits
+        assert estimate.count(text) >= corpus.per_digit_count(text)
+
+
+def test_ctx1_issue_11_order_numbers_are_not_undercounted() -> None:
+    # issue 11: 11,270 characters of order numbers were estimated at 5,829 tokens; Gemma's
+    # tokenizer (one token per digit) counted 11,243.
+    text = corpus.order_numbers(1, 324)
+    assert 11_000 <= len(text) <= 11_500
+    digits = sum(ch.isdigit() for ch in text)
+    estimate = get_tokenizer("estimate").count(text)
+    assert estimate >= corpus.per_digit_count(text) > digits > 9_000
+
+
+def test_per_digit_model_is_o200k_with_every_digit_split() -> None:
+    # per_digit_count's shortcut agrees with o200k_base on the text with every digit apart
+    o200k = get_tokenizer("o200k_base")
+    for text in [*corpus.kinds()["digits"][:4], corpus.JSON, corpus.MIXED]:
+        spaced = re.sub(r"(?<=[0-9])(?=[0-9])", " ", text)
+        spaces = len(spaced) - len(text)
+        assert corpus.per_digit_count(text) == o200k.count(spaced) - spaces
+
+
+@pytest.mark.parametrize("tokenizer", corpus.REAL_TOKENIZERS)
+@pytest.mark.parametrize("kind", sorted(corpus.kinds()))
+def test_ctx1_ratio_table_estimate_never_undercounts(kind: str, tokenizer: str) -> None:
+    """The table of bench/tokens.py: every estimate/real ratio >= 1, by kind and tokenizer."""
+    estimate = get_tokenizer("estimate")
+    for text in corpus.kinds()[kind]:
+        real = corpus.real_count(tokenizer, text)
+        assert estimate.count(text) >= real, (kind, tokenizer, text[:60])
 
 
 def test_ctx1_estimate_overcounts_english_prose_by_at_most_one_and_a_half() -> None:

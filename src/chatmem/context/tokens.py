@@ -4,20 +4,24 @@ Every count the engine uses comes from a :class:`Tokenizer`.  Three exist:
 
 ``estimate`` (the default)
     Computed from the text's UTF-8 bytes without a vocabulary, and *conservative*: on ordinary
-    text (English, Russian, Chinese, code, JSON, digit runs, emoji — the corpus lives in
-    ``tests/context/corpus.py``) it never counts fewer tokens than ``o200k_base`` or
-    ``cl100k_base``, and it overcounts English prose by less than 1.5x.  Each byte is mapped to
-    a class with one ``bytes.translate`` and the classes are counted with ``bytes.count``
-    (both run in C), then weighted (:data:`ESTIMATE_WEIGHTS`):
+    text (English, Russian, Chinese, Japanese, Korean, code, JSON, digit runs, emoji, base64 —
+    the corpus lives in ``tests/context/corpus.py``, the ratios are in ``bench/tokens.py``) it
+    never counts fewer tokens than ``o200k_base``, ``cl100k_base`` or a tokenizer that splits
+    every digit (Gemma, Llama 2, Mistral…), and it overcounts English prose by less than 1.5x.
+    Each byte is mapped to a class with one ``bytes.translate`` and the classes are counted
+    with ``bytes.count`` (both run in C), then weighted (:data:`ESTIMATE_WEIGHTS`):
 
     * an ASCII word costs one token, plus half a token per four letters (long words split);
-    * a digit run costs one token per started group of three digits (BPE groups digits by 3);
+    * every digit costs one token (some tokenizers split every digit, BPE groups them by
+      three), and a digit run one more (the space or sign before it: digits take none);
+    * a lower-to-upper case change costs 2.5 (camelCase starts a new piece; in base64 and
+      other random letters, pieces are one to three characters long);
     * ASCII punctuation costs one token each; spaces and other whitespace a little;
     * a non-ASCII character costs by its UTF-8 length (2-byte scripts such as Cyrillic less
       than CJK, 4-byte emoji the most).
 
-    Random encodings such as base64 are *not* ordinary text and may be undercounted; the only
-    hard bound for arbitrary bytes is one token per byte.
+    The only hard bound for arbitrary bytes is one token per byte; the estimate is tuned, not
+    proven, for the kinds above.
 
 ``o200k_base`` / ``cl100k_base``
     Exact counts with the ``bpe-openai`` package, whose vocabularies ship inside the package
@@ -66,9 +70,9 @@ _BPE_CHUNK_CHARS = 40_000
 ESTIMATE_WEIGHTS: Mapping[str, float] = {
     "word": 1.0,  # start of an ASCII letter run
     "letters4": 0.5,  # every complete group of 4 letters inside a run
-    "number": 1.0,  # start of a digit run
-    "digits3": 1.0,  # every complete group of 3 digits inside a run
-    "digit": 0.15,  # each digit
+    "number": 1.0,  # start of a digit run (the space or sign before it is a token of its own)
+    "digit": 1.0,  # each digit: a tokenizer that splits every digit costs one token a digit
+    "case_change": 2.5,  # a lower-case letter followed by an upper-case one (a new piece)
     "space": 0.1,
     "other_space": 0.5,  # tabs, newlines
     "punct": 1.0,
@@ -99,8 +103,10 @@ def _class_table() -> bytes:
             table[byte] = ord("2")
         elif byte >= 0x80:
             table[byte] = ord("c")  # continuation byte: the lead byte already paid
+        elif char.isupper():
+            table[byte] = ord("U")
         elif char.isalpha():
-            table[byte] = ord("L")
+            table[byte] = ord("l")
         elif char.isdigit():
             table[byte] = ord("D")
         elif char == " ":
@@ -112,13 +118,14 @@ def _class_table() -> bytes:
     return bytes(table)
 
 
-def _only_table(keep: int) -> bytes:
-    """Map one class byte to itself and every other class to ``N`` (to count run starts)."""
-    return bytes(byte if byte == keep else ord("N") for byte in range(256))
+def _only_table(*keep: int) -> bytes:
+    """Map the ``keep`` classes to the first of them and every other class to ``N`` (to count
+    run starts)."""
+    return bytes(keep[0] if byte in keep else ord("N") for byte in range(256))
 
 
 _CLASSES = _class_table()
-_LETTERS_ONLY = _only_table(ord("L"))
+_LETTERS_ONLY = _only_table(ord("L"), ord("U"), ord("l"))
 _DIGITS_ONLY = _only_table(ord("D"))
 
 
@@ -136,10 +143,10 @@ class EstimateTokenizer:
         w = ESTIMATE_WEIGHTS
         total = (
             w["word"] * (letters.count(b"NL") + (letters[0] == ord("L")))
-            + w["letters4"] * classes.count(b"LLLL")
+            + w["letters4"] * letters.count(b"LLLL")
             + w["number"] * (digits.count(b"ND") + (digits[0] == ord("D")))
-            + w["digits3"] * classes.count(b"DDD")
             + w["digit"] * classes.count(b"D")
+            + w["case_change"] * classes.count(b"lU")
             + w["space"] * classes.count(b"S")
             + w["other_space"] * classes.count(b"W")
             + w["punct"] * classes.count(b"P")
