@@ -3,12 +3,19 @@
 A message is counted under each known tokenizer when it is stored, and the counts are kept in
 ``tokens_<name>`` columns, so planning never re-tokenizes history whatever tokenizer the
 conversation's current profile uses (a conversation can switch models, STORE-2).
+
+When the conservative estimate itself changes (issue 11 made it count every digit), the
+cached ``tokens_estimate`` of existing rows is stale: a data migration calls
+:func:`recount_estimates` (revision 0007), and an archive restore recounts the estimate of
+the messages it brings back rather than trusting the archived one.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from chatmem.context import tokens as engine_tokens
-from chatmem.context.values import Message
+from chatmem.context.values import Message, ToolCall
 from chatmem.store.tables.conversations import TOKEN_COLUMNS
 
 
@@ -18,6 +25,13 @@ def counts_for_message(message: Message) -> dict[str, int]:
         column: engine_tokens.count_message(message, engine_tokens.get_tokenizer(name))
         for name, column in TOKEN_COLUMNS.items()
     }
+
+
+def with_fresh_estimate(kept: dict[str, int], message: Message) -> dict[str, int]:
+    """Counts kept with an archived message, the estimate counted again: the exact encodings
+    never change, the estimate may have since the archive was written (it is fast)."""
+    estimate = engine_tokens.get_tokenizer("estimate")
+    return {**kept, TOKEN_COLUMNS["estimate"]: engine_tokens.count_message(message, estimate)}
 
 
 def counts_for_text(text: str) -> dict[str, int]:
@@ -31,3 +45,94 @@ def counts_for_text(text: str) -> dict[str, int]:
 def column_for(tokenizer: str) -> str:
     """The cached-count column for a profile's tokenizer (unknown names use the estimate)."""
     return TOKEN_COLUMNS.get(tokenizer, TOKEN_COLUMNS["estimate"])
+
+
+#: Rows recounted per statement by :func:`recount_estimates`.
+RECOUNT_BATCH = 2_000
+
+
+def recount_estimates(connection: Any, batch: int = RECOUNT_BATCH) -> dict[str, int]:
+    """Count ``tokens_estimate`` again for every message, summary and file (CTX-2's cached
+    counts) after the estimate itself changed; a data migration calls it (0007).  Only the
+    estimate is recounted (the exact encodings never change), in keyset batches, and only
+    rows whose count changed are written.  Returns the number of rows rewritten by table."""
+    import sqlalchemy as sa
+
+    estimate = engine_tokens.get_tokenizer("estimate")
+    changed = {"messages": 0, "summaries": 0, "files": 0}
+
+    messages = sa.table(
+        "messages",
+        sa.column("num", sa.Integer),
+        sa.column("id", sa.String),
+        sa.column("role", sa.String),
+        sa.column("content", sa.Text),
+        sa.column("tool_calls", sa.JSON),
+        sa.column("tool_call_id", sa.String),
+        sa.column("tokens_estimate", sa.Integer),
+    )
+    last = None
+    while True:
+        query = sa.select(messages).order_by(messages.c.num).limit(batch)
+        if last is not None:
+            query = query.where(messages.c.num > last)
+        rows = connection.execute(query).all()
+        if not rows:
+            break
+        last = rows[-1].num
+        updates = []
+        for row in rows:
+            value = Message(
+                id=row.id,
+                role=row.role,
+                content=row.content or "",
+                tool_calls=tuple(
+                    ToolCall(str(c.get("id", "")), str(c.get("name", "")), c.get("arguments", ""))
+                    for c in row.tool_calls or ()
+                    if isinstance(c, dict)
+                ),
+                tool_call_id=row.tool_call_id,
+            )
+            tokens = engine_tokens.count_message(value, estimate)
+            if tokens != row.tokens_estimate:
+                updates.append({"k": row.num, "t": tokens})
+        if updates:
+            connection.execute(
+                sa.update(messages)
+                .where(messages.c.num == sa.bindparam("k"))
+                .values(tokens_estimate=sa.bindparam("t")),
+                updates,
+            )
+            changed["messages"] += len(updates)
+
+    for name, text_column in (("summaries", "text"), ("files", "content")):
+        table = sa.table(
+            name,
+            sa.column("id", sa.String),
+            sa.column(text_column, sa.Text),
+            sa.column("tokens_estimate", sa.Integer),
+        )
+        last_id = None
+        while True:
+            query = sa.select(table).order_by(table.c.id).limit(batch)
+            if last_id is not None:
+                query = query.where(table.c.id > last_id)
+            rows = connection.execute(query).all()
+            if not rows:
+                break
+            last_id = rows[-1].id
+            updates = [
+                {"k": row.id, "t": tokens}
+                for row in rows
+                if (tokens := estimate.count(getattr(row, text_column) or ""))
+                != row.tokens_estimate
+            ]
+            if updates:
+                connection.execute(
+                    sa.update(table)
+                    .where(table.c.id == sa.bindparam("k"))
+                    .values(tokens_estimate=sa.bindparam("t")),
+                    updates,
+                )
+                changed[name] += len(updates)
+    return changed

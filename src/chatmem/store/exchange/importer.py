@@ -40,7 +40,7 @@ from chatmem.store.exchange.source import ImportSource, Progress
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Folder, Message, Summary
-from chatmem.store.tokens import counts_for_message, counts_for_text
+from chatmem.store.tokens import counts_for_message, counts_for_text, with_fresh_estimate
 from chatmem.store.types import new_id, utcnow
 
 BATCH = 2_000
@@ -303,7 +303,11 @@ def message_rows(
             "tool_call_id": message.tool_call_id,
             "excluded": message.excluded,
             "meta": kept.get("meta"),
-            **(kept.get("tokens") or counts_for_message(value)),
+            **(
+                with_fresh_estimate(kept["tokens"], value)
+                if kept.get("tokens")
+                else counts_for_message(value)
+            ),
         }
 
 

@@ -8,6 +8,8 @@ Design notes:
 - Token counts are computed once at write time for every tokenizer we know (CTX-2) and kept
   in ``tokens_<tokenizer>`` columns; the engine gets the one its profile asks for.
 - Summaries are never overwritten: every version is a row (STORE-2: history stays whole).
+- Files are text (``content``, counted) or binary attachments (``data`` with its ``mime``,
+  PROV-4): a tool's image is stored as a file of its tool message, never as base64 text.
 - ``archived_at`` marks a conversation moved to an archive file (ARCH-1); archived
   conversations leave lists and search.  ``source`` is the import key (``chatgpt:<id>``, …) so
   re-importing a file does not duplicate conversations.
@@ -25,6 +27,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -150,6 +153,11 @@ class File(Base):
     content: Mapped[str] = mapped_column(Text)
     state: Mapped[str] = mapped_column(String(16), default="auto")
     size: Mapped[int] = mapped_column(Integer, default=0)
+    # PROV-4: a binary attachment (an image or other blob a tool returned) keeps its bytes
+    # and media type here and an empty ``content``; NULL for text files.  Deferred: lists and
+    # plans never load the bytes, only ``GET /api/v1/files/{id}/content`` does.
+    mime: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
     tokens_estimate: Mapped[int] = mapped_column(Integer, default=0)
     tokens_o200k: Mapped[int] = mapped_column(Integer, default=0)
     tokens_cl100k: Mapped[int] = mapped_column(Integer, default=0)
