@@ -168,11 +168,15 @@ def test_public_https_names_are_accepted(url: str) -> None:
         ("127.0.0.1", "loopback"),
         ("10.1.1.1", "private"),
         ("100.127.255.255", "carrier-grade NAT"),
-        ("169.254.169.254", "link-local"),
+        ("169.254.169.254", "cloud metadata"),
+        ("169.254.1.1", "link-local"),
         ("::ffff:10.0.0.1", "private"),
         ("64:ff9b::7f00:1", "loopback"),
         ("2002:7f00:1::", "loopback"),
-        ("fd00:ec2::254", "unique local (private)"),
+        ("fd00:ec2::254", "cloud metadata"),
+        ("fd00:ec3::254", "unique local (private)"),
+        ("100.100.100.200", "cloud metadata"),
+        ("192.0.0.192", "cloud metadata"),
         ("8.8.8.8", None),
         ("2001:4860:4860::8888", None),
         ("64:ff9b::808:808", None),  # NAT64 of a public address
@@ -180,7 +184,10 @@ def test_public_https_names_are_accepted(url: str) -> None:
 )
 def test_address_policy(address: str, reason: str | None) -> None:
     why = address_refusal(ipaddress.ip_address(address))
-    assert (why.split(" (embedded")[0] if why else None) == reason
+    kind = why.split(" (embedded")[0] if why else None
+    if kind and kind.startswith("cloud metadata"):
+        kind = "cloud metadata"
+    assert kind == reason
 
 
 def test_embedded_ipv4_forms() -> None:
@@ -218,6 +225,106 @@ def test_private_opt_in_admits_http_loopback_and_private_names() -> None:
 def test_private_opt_in_still_refuses(url: str) -> None:
     with pytest.raises(EndpointNotAllowed):
         EndpointPolicy(allow_private=True, resolver=RESOLVER).check_url(url)
+
+
+# SEC-5: every cloud's metadata service, in IPv4, IPv6, embedded and named forms.
+METADATA_RESOLVER = StaticResolver(
+    {
+        "metadata.google.internal": ["169.254.169.254"],  # GCP
+        "metadata.goog": ["169.254.169.254"],
+        "gw.aws.test": ["169.254.169.254"],  # AWS, Azure, Oracle, OpenStack, DigitalOcean
+        "gw6.aws.test": ["fd00:ec2::254"],  # AWS IMDS over IPv6 (Nitro)
+        "pod-identity.aws.test": ["fd00:ec2::23"],  # EKS pod identity agent
+        "ecs.aws.test": ["169.254.170.2"],  # ECS task credentials
+        "alibaba.test": ["100.100.100.200"],  # Alibaba Cloud
+        "oracle.test": ["192.0.0.192"],  # Oracle Cloud (legacy)
+        "azure-wire.test": ["168.63.129.16"],  # Azure WireServer
+        "tencent.test": ["169.254.0.23"],  # Tencent Cloud
+        "mapped-alibaba.test": ["::ffff:100.100.100.200"],
+        "nat64-metadata.test": ["64:ff9b::a9fe:a9fe"],  # 169.254.169.254 via NAT64
+        "mixed-metadata.test": ["10.0.0.5", "100.100.100.200"],
+        "linklocal.test": ["169.254.10.10"],
+        # Private look-alikes that are not metadata stay admitted with the opt-in.
+        "cgnat.test": ["100.100.100.201"],
+        "ula.test": ["fd00:ec3::254"],
+        "ietf.test": ["192.0.0.10"],
+    }
+)
+METADATA_URLS = [
+    "http://metadata.google.internal/computeMetadata/v1/",
+    "http://metadata.goog/",
+    "http://metadata/",
+    "http://instance-data/latest/meta-data/",
+    "http://gw.aws.test/latest/meta-data/",
+    "http://gw6.aws.test/latest/meta-data/",
+    "http://pod-identity.aws.test/",
+    "http://ecs.aws.test/v2/credentials",
+    "http://alibaba.test/latest/meta-data/",
+    "http://oracle.test/opc/v1/instance/",
+    "http://azure-wire.test/machine?comp=goalstate",
+    "http://tencent.test/latest/meta-data/",
+    "http://mapped-alibaba.test/",
+    "http://nat64-metadata.test/",
+    "http://mixed-metadata.test/",
+    "http://linklocal.test/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[fd00:ec2::254]/latest/meta-data/",
+    "http://100.100.100.200/latest/meta-data/",
+    "http://192.0.0.192/opc/v1/",
+    "http://[::ffff:169.254.169.254]/",
+    "http://[fe80::1]/",
+]
+
+
+@pytest.mark.parametrize("url", METADATA_URLS)
+def test_private_opt_in_never_admits_cloud_metadata(url: str) -> None:
+    policy = EndpointPolicy(allow_private=True, resolver=METADATA_RESOLVER)
+    with pytest.raises(EndpointNotAllowed):
+        policy.check_url(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254:80/",
+        "http://[fd00:ec2::254]:80/",
+        "http://100.100.100.200:80/",
+        "http://metadata.google.internal:80/",
+        "http://gw.aws.test:80/",
+    ],
+)
+def test_even_an_explicit_allow_list_entry_never_admits_cloud_metadata(url: str) -> None:
+    host = url.split("//", 1)[1].rsplit(":", 1)[0].strip("[]")
+    policy = EndpointPolicy(
+        allow_private=True,
+        allowed=parse_allowed_endpoints(f"[{host}]:80" if ":" in host else f"{host}:80"),
+        resolver=METADATA_RESOLVER,
+    )
+    with pytest.raises(EndpointNotAllowed):
+        policy.check_url(url)
+
+
+def test_private_opt_in_admits_neighbours_of_metadata_addresses() -> None:
+    policy = EndpointPolicy(allow_private=True, resolver=METADATA_RESOLVER)
+    for url in ("http://cgnat.test/v1", "http://ula.test/v1", "http://ietf.test/v1"):
+        policy.check_url(url)
+    # A listed link-local host:port stays the operator's explicit choice.
+    listed = EndpointPolicy(
+        allowed=parse_allowed_endpoints("linklocal.test:80"), resolver=METADATA_RESOLVER
+    )
+    listed.check_url("http://linklocal.test/v1")
+
+
+async def test_metadata_is_refused_at_connect_time_with_private_endpoints_allowed() -> None:
+    """Rebinding to metadata after the save check is refused by the pinned transport."""
+    resolver = StaticResolver({"gw.test": ["10.0.0.9"]})
+    policy = EndpointPolicy(allow_private=True, resolver=resolver)
+    policy.check_url("http://gw.test/v1")
+    for address in ("100.100.100.200", "fd00:ec2::254", "169.254.169.254"):
+        resolver.answers["gw.test"] = [address]
+        async with safe_async_client(policy, timeout=2) as client:
+            with pytest.raises(EndpointNotAllowed):
+                await client.get("http://gw.test/v1/models")
 
 
 def test_allow_list_admits_exactly_the_listed_host_and_port() -> None:

@@ -28,9 +28,12 @@ Rules, by default:
   proxy environment variables are ignored (``trust_env=False``).
 
 Operators opt in for trusted internal gateways with ``CHATMEM_ALLOW_PRIVATE_ENDPOINTS=1``
-(everything private, loopback and plain http; link-local metadata, multicast and unspecified
-addresses stay refused) or ``CHATMEM_ALLOWED_ENDPOINTS=host:port,…`` (exactly those, with any
-address and http).  Non-canonical IP literals and user-info are refused even then.
+(everything private, loopback and plain http; link-local, multicast and unspecified addresses
+stay refused) or ``CHATMEM_ALLOWED_ENDPOINTS=host:port,…`` (exactly those, with any address
+and http).  Non-canonical IP literals and user-info are refused even then, and so are cloud
+metadata services (SEC-5: :data:`METADATA_V4` / :data:`METADATA_V6` / :data:`METADATA_NAMES` —
+AWS ``169.254.169.254`` and ``fd00:ec2::254``, GCP ``metadata.google.internal``, Azure,
+Alibaba ``100.100.100.200``, Oracle ``192.0.0.192``, …), whatever the opt-ins.
 
 Name resolution is a :class:`Resolver` so tests map names to chosen addresses without DNS.
 """
@@ -62,6 +65,39 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 def _nets(pairs: Iterable[tuple[str, str]]) -> tuple[tuple[ipaddress._BaseNetwork, str], ...]:
     return tuple((ipaddress.ip_network(net), why) for net, why in pairs)
 
+
+#: Cloud instance-metadata services (SEC-5): refused whatever the opt-ins, even for a listed
+#: host:port — they hand out the machine's credentials.  Checked before the tables below,
+#: where most of them sit inside ranges the private-endpoint opt-in admits (CGNAT, ULA, …).
+METADATA_V4 = _nets(
+    [
+        ("169.254.169.254/32", "cloud metadata (AWS, GCP, Azure, Oracle, OpenStack, …)"),
+        ("169.254.170.2/32", "cloud metadata (AWS ECS task credentials)"),
+        ("169.254.170.23/32", "cloud metadata (AWS EKS pod identity)"),
+        ("169.254.0.23/32", "cloud metadata (Tencent Cloud)"),
+        ("100.100.100.200/32", "cloud metadata (Alibaba Cloud)"),
+        ("192.0.0.192/32", "cloud metadata (Oracle Cloud)"),
+        ("168.63.129.16/32", "cloud metadata (Azure WireServer)"),
+    ]
+)
+METADATA_V6 = _nets(
+    [
+        # AWS Nitro: IMDS fd00:ec2::254, EKS pod identity fd00:ec2::23, DNS, NTP.
+        ("fd00:ec2::/64", "cloud metadata (AWS IPv6)"),
+    ]
+)
+#: Names of metadata services, refused before any resolution (SEC-5).
+METADATA_NAMES = frozenset(
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.tencentyun.com",
+        "metadata.azure.internal",
+    }
+)
 
 BLOCKED_V4 = _nets(
     [
@@ -102,8 +138,10 @@ BLOCKED_V6 = _nets(
 )
 
 # Still refused when private endpoints are allowed: instance metadata lives on link-local
-# addresses, and multicast/unspecified are never a model API.
-ALWAYS_BLOCKED_KINDS = frozenset({"unspecified", "link-local", "multicast"})
+# addresses, and multicast/unspecified are never a model API.  Only an explicit host:port
+# entry admits these kinds — except cloud metadata, which nothing admits.
+ALWAYS_BLOCKED_KINDS = frozenset({"unspecified", "link-local", "multicast", "cloud metadata"})
+NEVER_ADMITTED_KINDS = frozenset({"cloud metadata"})
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _V4_COMPAT = ipaddress.ip_network("::/96")
@@ -138,9 +176,9 @@ def address_refusal(ip: IPAddress) -> str | None:
                 return f"{why} (embedded in {ip})"
             if ip in _NAT64:  # carved out of ::/8: a NAT64 address is its IPv4 address
                 return None
-        table = BLOCKED_V6
+        table = METADATA_V6 + BLOCKED_V6
     else:
-        table = BLOCKED_V4
+        table = METADATA_V4 + BLOCKED_V4
     for net, why in table:
         if ip in net:
             return why
@@ -282,6 +320,8 @@ class EndpointPolicy:
                 raise _refuse(url, "IP addresses are not accepted; use a DNS host name")
         else:
             _check_dns_name(url, host)
+            if host in METADATA_NAMES:
+                raise _refuse(url, f"{host} is a cloud metadata service")
             if not trusted and (host in _LOCAL_NAMES or host.endswith(_LOCAL_SUFFIXES)):
                 raise _refuse(url, f"{host} is a local-only name")
         if scheme != "https" and not trusted:
@@ -297,6 +337,8 @@ class EndpointPolicy:
         Blocking (DNS); async callers run it in a worker thread.
         """
         host = host.lower().strip("[]").rstrip(".")
+        if host in METADATA_NAMES:
+            raise _refuse(host, f"{host} is a cloud metadata service")
         trusted = self.is_trusted(host, port)
         if _is_ip_literal(host):
             try:
@@ -321,7 +363,9 @@ class EndpointPolicy:
             # link-local (metadata), multicast or unspecified ones.
             explicit = (host, port) in self.allowed
             if why is not None and (
-                not trusted or (_kind(why) in ALWAYS_BLOCKED_KINDS and not explicit)
+                not trusted
+                or (_kind(why) in ALWAYS_BLOCKED_KINDS and not explicit)
+                or _kind(why) in NEVER_ADMITTED_KINDS
             ):
                 raise _refuse(host, f"{host} resolves to a {why} address ({ip})")
             out.append(str(ip))
