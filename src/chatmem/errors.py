@@ -20,6 +20,8 @@ Hierarchy::
     ├── SecretUnreadable              secret_unreadable  (wrong key, moved or damaged ciphertext)
     └── ProviderError                 provider_error   (the model API failed)
         ├── ProviderContextLength     context_length_exceeded
+        ├── ProviderEmptyStream       provider_error   (HTTP 200, nothing streamed: PROV-2)
+        ├── AnswerTooLarge            answer_too_large (past CHATMEM_MAX_ANSWER_BYTES: PROV-5)
         ├── ProviderAuthError         provider_auth
         ├── ProviderRateLimited       rate_limited
         └── ProviderUnreachable       provider_unreachable
@@ -141,20 +143,67 @@ class ProviderError(ChatmemError):
     code = "provider_error"
 
 
+CONTEXT_ADVICE = (
+    "The model refused the request as too long for its memory. Switch this chat to "
+    "Economy mode, exclude some question–answer pairs, or choose a model with a "
+    "larger window."
+)
+
+
 class ProviderContextLength(ProviderError):
-    """CTX-19: the provider itself says the request is longer than its context."""
+    """CTX-19: the provider itself says the request is longer than its context.
+
+    ``requested_tokens``: the prompt size the provider named in its error, when it named one
+    (PROV-2: it recalibrates the profile's estimate); ``window``: the context size it named."""
 
     code = "context_length_exceeded"
 
     def __init__(
         self,
+        message: str = CONTEXT_ADVICE,
+        *,
+        requested_tokens: int | None = None,
+        window: int | None = None,
+    ) -> None:
+        super().__init__(message, requested_tokens=requested_tokens, provider_window=window)
+        self.requested_tokens = requested_tokens
+        self.window = window
+
+
+class ProviderEmptyStream(ProviderError):
+    """PROV-2: the provider answered HTTP 200 and streamed nothing (llama.cpp does so when the
+    prompt is beyond its context); the turn confirms with a non-streaming probe."""
+
+    def __init__(
+        self,
         message: str = (
-            "The model refused the request as too long for its memory. Switch this chat to "
-            "Economy mode, exclude some question–answer pairs, or choose a model with a "
-            "larger window."
+            "The model API answered with an empty stream: no text, no tool call, no end."
         ),
     ) -> None:
         super().__init__(message)
+
+
+class AnswerTooLarge(ProviderError):
+    """PROV-5: the answer passed the configured size bound; the stream was stopped and what
+    arrived up to the bound is kept."""
+
+    code = "answer_too_large"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The answer was stopped at {_size(limit)}, the largest answer this server accepts "
+            "(CHATMEM_MAX_ANSWER_BYTES). What arrived up to there is kept.",
+            limit=limit,
+        )
+        self.limit = limit
+
+
+def _size(n: int) -> str:
+    if n >= 1024 * 1024:
+        return f"{n / (1024 * 1024):.4g} MB"
+    if n >= 1024:
+        return f"{n / 1024:.4g} KB"
+    return f"{n} bytes"
 
 
 class ProviderAuthError(ProviderError):

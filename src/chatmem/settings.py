@@ -104,6 +104,15 @@ class Settings(BaseSettings):
     model_timeout: float = Field(
         default=120.0, description="Seconds before a model request times out."
     )
+    max_answer_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1024,
+        description=(
+            "Largest model answer or tool result, in bytes (UTF-8): past it the answer's stream "
+            "is stopped with answer_too_large and what arrived up to the bound is kept; a tool "
+            "result is cut at the bound."
+        ),
+    )
     secure_cookies: bool = Field(
         default=False, description="Mark the session cookie Secure (set behind HTTPS)."
     )

@@ -21,12 +21,26 @@ queue is empty the server answers ``default_reply`` (so UI tests need not script
         model_server.hang()                                # accept and never answer
         model_server.redirect("https://169.254.169.254/")  # a 302
         model_server.reply("cut", break_after=1)           # drop the connection mid-stream
+        model_server.reply("hi", report_usage=False)       # no usage even when asked (llama.cpp)
+        model_server.reject_field("stream_options")        # 400 naming a field it does not know
+        model_server.empty_stream()                        # HTTP 200, no chunk, only [DONE]
+        model_server.context_length_error("vllm", tokens=11251, window=8192)  # each wording
+        model_server.large_reply(5_000_000)                # a huge answer in 16 KB chunks
+        model_server.limit_context(8192, style="llama_cpp")  # count every request (server-wide)
         ...
         model_server.requests[-1].body["messages"]         # exactly what chatmem sent
         model_server.requests[-1].headers["authorization"]
 
 ``model_server.base_url`` is ``http://127.0.0.1:PORT/v1`` — put it in a profile.  A usage
-chunk ends the stream when the request asked for ``stream_options.include_usage``.
+chunk ends the stream when the request asked for ``stream_options.include_usage`` (unless
+the step says ``report_usage=False``, as llama.cpp never sends one).
+
+``limit_context(window, style=…)`` makes the server count each request's prompt (one token
+per character of the messages' text and the tools' JSON, times ``per_char``: more than
+chatmem's estimate, as a real tokenizer on digits is) and refuse those beyond ``window``
+without consuming a step, the way the named server does: ``llama_cpp`` answers a stream with
+an empty HTTP 200 and a plain request with its 400 ("Requested tokens (N) exceed context
+window of W"); the others answer 400 with their wording (:data:`CONTEXT_ERRORS`) either way.
 
 As a subprocess (for tests that run a real ``chatmem serve``)::
 
@@ -68,6 +82,94 @@ CONTEXT_LENGTH_BODY: dict[str, Any] = {
 }
 
 
+def _openai_error(message: str, code: str | None = "context_length_exceeded") -> dict[str, Any]:
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": code,
+        }
+    }
+
+
+#: How each server says "too long", by style: (HTTP status, body) for ``tokens`` in ``window``.
+CONTEXT_ERRORS: dict[str, Any] = {
+    "openai": lambda tokens, window: (
+        400,
+        _openai_error(
+            f"This model's maximum context length is {window} tokens. However, your messages "
+            f"resulted in {tokens} tokens. Please reduce the length of the messages."
+        ),
+    ),
+    "vllm": lambda tokens, window: (
+        400,
+        {
+            "object": "error",
+            "message": (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {tokens + 1000} tokens ({tokens} in the messages, 1000 in the "
+                "completion). Please reduce the length of the messages or completion."
+            ),
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+    "vllm_new": lambda tokens, window: (
+        400,
+        _openai_error(
+            f"This model's maximum context length is {window} tokens. However, your request "
+            f"has {tokens} input tokens. Please reduce the length of the input messages.",
+            code=None,
+        ),
+    ),
+    # llama-cpp-python's own exception text, as its server passes it on.
+    "llama_cpp": lambda tokens, window: (
+        400,
+        _openai_error(f"Requested tokens ({tokens}) exceed context window of {window}", code=None),
+    ),
+    # llama.cpp's C++ llama-server.
+    "llama_server": lambda tokens, window: (
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": (
+                    f"request ({tokens} tokens) exceeds the available context size "
+                    f"({window} tokens), try increasing it"
+                ),
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": tokens,
+                "n_ctx": window,
+            }
+        },
+    ),
+    "ollama": lambda tokens, window: (
+        400,
+        {
+            "error": {
+                "message": (
+                    f"input length exceeds the context length: prompt={tokens} limit={window}"
+                ),
+                "type": "api_error",
+                "param": None,
+                "code": None,
+            }
+        },
+    ),
+    # Ollama's plain form names no count.
+    "ollama_plain": lambda tokens, window: (
+        400,
+        {"error": {"message": "the input length exceeds the context length", "code": None}},
+    ),
+    "lmstudio": lambda tokens, window: (
+        400,
+        {"error": f"Input length {tokens} exceeds context length {window}"},
+    ),
+}
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request as the server received it.  Header names are lower case."""
@@ -100,10 +202,12 @@ class _Scripting:
         usage: tuple[int, int] | None = None,
         finish_reason: str = "stop",
         break_after: int | None = None,
+        report_usage: bool = True,
     ) -> None:
         """Answer with ``text``.  Streamed as ``chunks`` (default: word by word), ``delay``
         seconds apart.  ``usage`` = (prompt, completion) tokens, default a rough count.
-        ``break_after=n`` closes the connection after n chunks, without ``[DONE]``."""
+        ``break_after=n`` closes the connection after n chunks, without ``[DONE]``.
+        ``report_usage=False``: no usage chunk even when asked (llama.cpp's server)."""
         self._enqueue(
             {
                 "kind": "text",
@@ -113,8 +217,45 @@ class _Scripting:
                 "usage": list(usage) if usage else None,
                 "finish_reason": finish_reason,
                 "break_after": break_after,
+                "report_usage": report_usage,
             }
         )
+
+    def large_reply(self, size: int, *, piece: str = "0123456789abcdef" * 1024) -> None:
+        """Answer with ``size`` bytes of text (ASCII ``piece`` repeated), streamed a piece per
+        chunk: a runaway answer (PROV-5) without scripting megabytes."""
+        self._enqueue(
+            {
+                "kind": "text",
+                "text": "",
+                "piece": piece,
+                "size": size,
+                "usage": None,
+                "finish_reason": "stop",
+            }
+        )
+
+    def empty_stream(self, *, done: bool = True) -> None:
+        """HTTP 200 and nothing in the stream: only ``[DONE]`` (or not even that)."""
+        self._enqueue({"kind": "empty", "done": done})
+
+    def reject_field(self, field: str = "stream_options", *, status: int = 400) -> None:
+        """The next request that carries ``field`` is refused as an unknown argument (a
+        request without it passes to the next step)."""
+        self._enqueue({"kind": "reject_field", "field": field, "status": status})
+
+    def limit_context(
+        self, window: int | None, *, style: str = "llama_cpp", per_char: float = 1.0
+    ) -> None:
+        """Server-wide: refuse every request whose prompt counts more than ``window`` tokens
+        (see the module docstring); ``None`` lifts the limit."""
+        self._set_option(
+            "context",
+            None if window is None else {"window": window, "style": style, "per_char": per_char},
+        )
+
+    def _set_option(self, name: str, value: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def tool_call(
         self,
@@ -124,9 +265,10 @@ class _Scripting:
         id: str | None = None,
         text: str = "",
         usage: tuple[int, int] | None = None,
+        report_usage: bool = True,
     ) -> None:
         """Answer with one tool call (optionally after some text)."""
-        self.tool_calls([(name, arguments, id)], text=text, usage=usage)
+        self.tool_calls([(name, arguments, id)], text=text, usage=usage, report_usage=report_usage)
 
     def tool_calls(
         self,
@@ -134,11 +276,13 @@ class _Scripting:
         *,
         text: str = "",
         usage: tuple[int, int] | None = None,
+        report_usage: bool = True,
     ) -> None:
         """Answer with several tool calls: ``[(name, arguments, id or None), …]``."""
         self._enqueue(
             {
                 "kind": "tool_calls",
+                "report_usage": report_usage,
                 "text": text,
                 "calls": [
                     {
@@ -166,9 +310,16 @@ class _Scripting:
             {"kind": "error", "status": status, "body": body, "headers": dict(headers or {})}
         )
 
-    def context_length_error(self) -> None:
-        """OpenAI's answer to a request longer than the model's window (CTX-19)."""
-        self.error(400, CONTEXT_LENGTH_BODY)
+    def context_length_error(
+        self, style: str | None = None, *, tokens: int = 9000, window: int = 8192
+    ) -> None:
+        """A server's answer to a request longer than its window (CTX-19): OpenAI's by
+        default, or ``style``'s wording naming ``tokens`` (:data:`CONTEXT_ERRORS`)."""
+        if style is None:
+            self.error(400, CONTEXT_LENGTH_BODY)
+            return
+        status, body = CONTEXT_ERRORS[style](tokens, window)
+        self.error(status, body)
 
     def hang(self, seconds: float | None = None) -> None:
         """Accept the request and send nothing (for ``seconds``, or until the server stops)."""
@@ -198,6 +349,8 @@ class FakeModelServer(_Scripting):
         self.models: list[str] | None = models or ["fake-model", "fake-model-mini"]
         # When set, requests without ``Authorization: Bearer <expected_api_key>`` get OpenAI's 401.
         self.expected_api_key: str | None = None
+        #: Server-wide behaviour set with ``limit_context`` (and over ``/_control/options``).
+        self.options: dict[str, Any] = {}
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         if ssl_context is not None:
@@ -239,6 +392,13 @@ class FakeModelServer(_Scripting):
         with self._lock:
             self._script.append(step)
 
+    def _set_option(self, name: str, value: Any) -> None:
+        with self._lock:
+            if value is None:
+                self.options.pop(name, None)
+            else:
+                self.options[name] = value
+
     def _next_step(self) -> dict[str, Any]:
         with self._lock:
             if self._script:
@@ -269,6 +429,7 @@ class FakeModelServer(_Scripting):
         with self._lock:
             self._script.clear()
             self._requests.clear()
+            self.options.clear()
 
 
 # --- the wire protocol ---------------------------------------------------------------------------
@@ -283,6 +444,31 @@ def _words(text: str) -> list[str]:
 
 def _rough_tokens(value: Any) -> int:
     return max(1, len(json.dumps(value)) // 4)
+
+
+def _pieces(piece: str, size: int) -> Iterator[str]:
+    """``piece`` repeated up to ``size`` characters in all (the last one cut)."""
+    while size > 0:
+        yield piece[:size]
+        size -= len(piece)
+
+
+def prompt_tokens(body: dict[str, Any], per_char: float = 1.0) -> int:
+    """The fake's own prompt count (``limit_context``): one token per character of every
+    message's text and of the tools' JSON, times ``per_char``, plus 4 per message."""
+    chars = 0
+    messages = body.get("messages") or []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            chars += len(content)
+        elif content is not None:
+            chars += len(json.dumps(content))
+        if isinstance(message, dict) and message.get("tool_calls"):
+            chars += len(json.dumps(message["tool_calls"]))
+    if body.get("tools"):
+        chars += len(json.dumps(body["tools"]))
+    return int(chars * per_char) + 4 * len(messages)
 
 
 def _chunk(
@@ -303,7 +489,9 @@ def _stream_events(step: dict[str, Any], body: dict[str, Any]) -> Iterator[dict[
     model = str(body.get("model", "fake-model"))
     yield _chunk(cid, model, {"role": "assistant", "content": ""})
     sent = 0
-    text_parts = step.get("chunks") or (_words(step["text"]) if step.get("text") else [])
+    text_parts: Any = step.get("chunks") or (_words(step["text"]) if step.get("text") else [])
+    if step.get("piece"):
+        text_parts = _pieces(step["piece"], int(step["size"]))
     for part in text_parts:
         if step.get("break_after") is not None and sent >= step["break_after"]:
             yield None
@@ -341,7 +529,7 @@ def _stream_events(step: dict[str, Any], body: dict[str, Any]) -> Iterator[dict[
                     },
                 )
     yield _chunk(cid, model, {}, finish)
-    if (body.get("stream_options") or {}).get("include_usage"):
+    if step.get("report_usage", True) and (body.get("stream_options") or {}).get("include_usage"):
         usage = step.get("usage") or [_rough_tokens(body.get("messages")), max(1, sent)]
         yield {
             "id": cid,
@@ -395,6 +583,12 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             pass
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except (ConnectionResetError, BrokenPipeError):
+                pass  # the client dropped a kept-alive connection (a stopped stream)
 
         # -- helpers ---------------------------------------------------------------------------
         def _read_json(self) -> Any:
@@ -488,9 +682,26 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                     {"error": {"message": "body must be JSON", "type": "invalid_request_error"}},
                 )
                 return
+            limit = server.options.get("context")
+            if limit is not None:
+                tokens = prompt_tokens(body, float(limit.get("per_char", 1.0)))
+                if tokens > int(limit["window"]):
+                    self._refuse_context(body, tokens, int(limit["window"]), limit["style"])
+                    return
             step = server._next_step()
+            while step["kind"] == "reject_field" and step["field"] not in body:
+                step = server._next_step()
             kind = step["kind"]
-            if kind == "error":
+            if kind == "reject_field":
+                self._send_json(
+                    step["status"],
+                    _openai_error(
+                        f"Unrecognized request argument supplied: {step['field']}", code=None
+                    ),
+                )
+            elif kind == "empty":
+                self._empty_stream(bool(step.get("done", True)))
+            elif kind == "error":
                 self._send_json(step["status"], step["body"], step.get("headers"))
             elif kind == "redirect":
                 self.send_response(step["status"])
@@ -504,6 +715,29 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 self._stream(step, body)
             else:
                 self._send_json(200, _completion(step, body))
+
+        def _refuse_context(
+            self, body: dict[str, Any], tokens: int, window: int, style: str
+        ) -> None:
+            if style == "llama_cpp" and body.get("stream"):
+                # llama-cpp-python's server: the exception is raised inside the stream's
+                # generator, after the 200; the client gets an empty stream.
+                self._empty_stream(True)
+                return
+            status, payload = CONTEXT_ERRORS[style](tokens, window)
+            self._send_json(status, payload)
+
+        def _empty_stream(self, done: bool) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            if done:
+                data = b"data: [DONE]\n\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
         def _stream(self, step: dict[str, Any], body: dict[str, Any]) -> None:
             # Chunked and kept alive, as the real APIs answer: the next request reuses the
@@ -546,6 +780,10 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             elif self.path == "/_control/reset":
                 server.reset()
                 self._send_json(200, {"reset": True})
+            elif self.path == "/_control/options" and isinstance(body, dict):
+                for name, value in body.items():
+                    server._set_option(name, value)
+                self._send_json(200, {"options": server.options})
             elif self.path == "/_control/default" and isinstance(body, dict):
                 server.default_reply = str(body.get("text", DEFAULT_REPLY))
                 self._send_json(200, {"default": server.default_reply})
@@ -580,6 +818,9 @@ class RemoteModelServer(_Scripting):
 
     def _enqueue(self, step: dict[str, Any]) -> None:
         self._post("/_control/script", [step])
+
+    def _set_option(self, name: str, value: Any) -> None:
+        self._post("/_control/options", {name: value})
 
     def reset(self) -> None:
         self._post("/_control/reset", {})

@@ -12,6 +12,23 @@ The client yields typed events, in this order: :class:`TextDelta` as text arrive
 :class:`ToolCallEvent` per tool call once its deltas are assembled; :class:`Usage` if the
 provider reported it (we ask with ``stream_options.include_usage``); :class:`Finish` last.
 
+Real servers' quirks (PROV-1, PROV-2, PROV-5):
+
+- ``stream_options`` is asked for unless the endpoint once refused it (a 400/422 naming the
+  field): then the request is sent again at once without it, and that endpoint is asked
+  without it from then on (per base URL, for the life of the process).  A server that simply
+  sends no usage (llama.cpp) is counted by the caller.
+- A stream that ends with nothing in it (HTTP 200, no chunk or only ``[DONE]``) raises
+  :class:`~chatmem.errors.ProviderEmptyStream`; :meth:`ModelClient.probe` sends the same
+  request once without streaming (``max_tokens`` 1) to learn the real error, which is how
+  llama.cpp reports a prompt beyond its context.
+- A context-length error carries the prompt size the provider named, in any of the common
+  wordings (:func:`context_error`), so the caller can recalibrate the profile.
+- ``max_answer_bytes`` bounds one answer (text and tool-call arguments, UTF-8): past it the
+  text up to the bound is yielded and :class:`~chatmem.errors.AnswerTooLarge` raised, which
+  closes the stream.  A single SSE line is bounded too (:func:`_bounded_lines`), so a server
+  cannot make us buffer more than a few times the bound.
+
 Errors are ``chatmem.errors``: ``ProviderContextLength`` (CTX-19), ``ProviderAuthError``
 (401/403), ``ProviderRateLimited`` (429 after retries), ``ProviderUnreachable`` (connect
 failures and timeouts), ``EndpointNotAllowed`` (the policy, or a redirect), else
@@ -37,10 +54,12 @@ import httpx
 from chatmem import __version__
 from chatmem.context.values import ToolCall
 from chatmem.errors import (
+    AnswerTooLarge,
     ChatmemError,
     EndpointNotAllowed,
     ProviderAuthError,
     ProviderContextLength,
+    ProviderEmptyStream,
     ProviderError,
     ProviderRateLimited,
     ProviderUnreachable,
@@ -55,9 +74,15 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
 _CONTEXT_PATTERNS = re.compile(
     r"context[_ ]length|maximum context|context window|too many tokens|prompt is too long|"
     r"reduce the length|exceeds? the (?:model'?s? )?(?:maximum|max)|input is too long|"
-    r"longer than the model",
+    r"longer than the model|context size",
     re.IGNORECASE,
 )
+#: Base URLs that refused ``stream_options`` (PROV-1): asked without it from then on.
+_NO_STREAM_OPTIONS: set[str] = set()
+#: A single SSE line may hold this many characters per byte of the answer bound (JSON escapes
+#: a character as up to six), plus room for the chunk's envelope.
+_LINE_CHARS_PER_BYTE = 6
+_LINE_SLACK = 64 * 1024
 
 
 # --- events ------------------------------------------------------------------------------------
@@ -137,9 +162,11 @@ class ModelClient:
         retry: RetryPolicy = RetryPolicy(),
         ssl_context: ssl.SSLContext | None = None,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        max_answer_bytes: int | None = None,
     ) -> None:
         policy.check_syntax(endpoint.base_url)
         self.endpoint = endpoint
+        self.max_answer_bytes = max_answer_bytes
         self._retry = retry
         self._sleep = sleep
         self._timeout = timeout
@@ -165,6 +192,11 @@ class ModelClient:
     def _url(self, path: str) -> str:
         return self.endpoint.base_url.rstrip("/") + path
 
+    @property
+    def asks_usage(self) -> bool:
+        """Whether streamed requests carry ``stream_options.include_usage`` (PROV-1)."""
+        return self.endpoint.base_url.rstrip("/") not in _NO_STREAM_OPTIONS
+
     # -- streaming chat -------------------------------------------------------------------------
     async def stream(
         self,
@@ -179,8 +211,9 @@ class ModelClient:
             "model": self.endpoint.model,
             "messages": list(messages),
             "stream": True,
-            "stream_options": {"include_usage": True},
         }
+        if self.asks_usage:
+            body["stream_options"] = {"include_usage": True}
         if tools:
             body["tools"] = list(tools)
         if max_tokens is not None:
@@ -199,11 +232,19 @@ class ModelClient:
                 ) as response:
                     if response.status_code >= 300:
                         await response.aread()
+                        if "stream_options" in body and _refuses_stream_options(response):
+                            raise _WithoutStreamOptions
                         raise self._status_error(response)
-                    async for event in _parse_stream(response, self._scrub):
+                    async for event in _parse_stream(response, self._scrub, self.max_answer_bytes):
                         yielded = True
                         yield event
                 return
+            except _WithoutStreamOptions:
+                # PROV-1: some servers refuse fields they do not know.  Sent again at once
+                # without it (not a retry: nothing failed), and never asked there again.
+                _NO_STREAM_OPTIONS.add(self.endpoint.base_url.rstrip("/"))
+                del body["stream_options"]
+                log.info("model API at %s refuses stream_options; asking without", self._host())
             except _Retryable as exc:
                 if yielded or attempt + 1 >= self._retry.attempts:
                     raise exc.error from None
@@ -264,6 +305,46 @@ class ModelClient:
                 reason = event.reason
         return Completion("".join(parts), tuple(calls), usage, reason)
 
+    async def probe(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Usage | None:
+        """PROV-2: the same request once without streaming and with ``max_tokens`` 1, after a
+        stream that came back empty.  Raises the error the server gives (a context-length
+        error, typically); returns the usage it reported when it answered."""
+        body: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": list(messages),
+            "stream": False,
+            "max_tokens": 1,
+        }
+        if tools:
+            body["tools"] = list(tools)
+        try:
+            response = await self._http.post(self._url("/chat/completions"), json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.TimeoutException) as exc:
+            raise ProviderUnreachable(
+                f"The model API at {self._host()} could not be reached."
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"The model API failed ({type(exc).__name__}).") from exc
+        if response.status_code >= 300:
+            error = self._status_error(response)
+            raise error.error if isinstance(error, _Retryable) else error
+        try:
+            payload = response.json()
+        except ValueError:
+            return None
+        if isinstance(payload, dict) and "error" in payload:
+            message, code = _error_from_payload(payload)
+            message = self._scrub(message)
+            if _is_context_length(400, message, code):
+                raise context_error(message, payload)
+            raise ProviderError(f"The model API failed: {message}")
+        return _usage_of(payload)
+
     async def list_models(self) -> list[str]:
         """``GET /models`` — the cheapest way to test a URL and key."""
         try:
@@ -305,7 +386,7 @@ class ModelClient:
         message, code = _error_details(response)
         message = self._scrub(message)
         if _is_context_length(status, message, code):
-            return ProviderContextLength()
+            return context_error(message, _json_or_none(response))
         if status in (401, 403):
             return ProviderAuthError(f"The model API rejected the API key ({status}): {message}")
         error: ChatmemError
@@ -316,6 +397,14 @@ class ModelClient:
         if status in RETRY_STATUSES:
             return _Retryable(error, _retry_after(response))
         return error
+
+
+class _WithoutStreamOptions(Exception):
+    """The server refused ``stream_options``: send the request again without it."""
+
+
+def _refuses_stream_options(response: httpx.Response) -> bool:
+    return response.status_code in (400, 422) and "stream_options" in response.text
 
 
 class _Retryable(Exception):
@@ -331,6 +420,20 @@ def _retry_after(response: httpx.Response) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _usage_of(payload: Any) -> Usage | None:
+    usage = payload.get("usage") if isinstance(payload, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
 
 
 def _error_details(response: httpx.Response) -> tuple[str, str | None]:
@@ -354,9 +457,91 @@ def _error_from_payload(payload: Any) -> tuple[str, str | None]:
 
 
 def _is_context_length(status: int, message: str, code: str | None) -> bool:
-    if code and "context_length" in code:
+    if code and ("context_length" in code or "context_size" in code):
         return True
     return status in (400, 413, 422) and bool(_CONTEXT_PATTERNS.search(message))
+
+
+# PROV-2: the prompt size a provider names in its context-length error, most specific first.
+_NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+)"
+_PROMPT_TOKENS = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        # vLLM, DeepSeek, llama-cpp-python's server: "you requested 11251 tokens (10251 in the
+        # messages, 1000 in the completion)" — the messages part is the prompt.
+        rf"\({_NUMBER} in the messages",
+        # OpenAI: "However, your messages resulted in 11251 tokens."
+        rf"messages resulted in {_NUMBER} tokens",
+        # vLLM (newer): "However, your request has 11251 input tokens."
+        rf"request has {_NUMBER} (?:input |prompt )?tokens",
+        # llama-cpp-python: "Requested tokens (11251) exceed context window of 8192"
+        rf"requested tokens \({_NUMBER}\)",
+        # llama.cpp's llama-server: "request (11251 tokens) exceeds the available context size"
+        rf"request \({_NUMBER} tokens\)",
+        # LM Studio, Ollama: "Input length 11251 exceeds context length 8192",
+        # "input length (11251) exceeds …"
+        rf"input length \(?{_NUMBER}\)? exceeds",
+        # Ollama's runner (logfmt): "input exceeds context length prompt=11251 limit=8192"
+        rf"\bprompt={_NUMBER}",
+        # Anthropic-style gateways: "prompt is too long: 211251 tokens > 200000 maximum"
+        rf"prompt is too long: {_NUMBER} tokens",
+        # Anything else that says how many it got: "you requested 11251 tokens" (this one may
+        # include the completion; it is still what did not fit).
+        rf"requested {_NUMBER} tokens",
+        rf"{_NUMBER} tokens? (?:exceeds?|is more than|is greater than|>)",
+    )
+)
+_WINDOW_TOKENS = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        rf"maximum context length is {_NUMBER}",
+        rf"context window of {_NUMBER}",
+        rf"available context size \({_NUMBER} tokens\)",
+        rf"context length \(?{_NUMBER}\)?",
+        rf"\blimit={_NUMBER}",
+        rf"> {_NUMBER} maximum",
+    )
+)
+# Ollama: "exceeded max context length by 3059 tokens" (the window plus this is the prompt).
+_EXCESS_TOKENS = re.compile(rf"exceeded max(?:imum)? context length by {_NUMBER}", re.IGNORECASE)
+
+
+def _first_number(patterns: Sequence[re.Pattern[str]], text: str) -> int | None:
+    for pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            return int(found.group(1).replace(",", ""))
+    return None
+
+
+def _payload_int(payload: Any, *names: str) -> int | None:
+    """An integer field of the error object (llama-server sends ``n_prompt_tokens``, ``n_ctx``)."""
+    for scope in (payload, payload.get("error") if isinstance(payload, dict) else None):
+        if isinstance(scope, dict):
+            for name in names:
+                value = scope.get(name)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    return value
+    return None
+
+
+def requested_tokens(message: str, payload: Any = None) -> tuple[int | None, int | None]:
+    """(prompt tokens, context window) as a provider's context-length error names them; None
+    for what it does not say."""
+    window = _payload_int(payload, "n_ctx", "context_window", "max_context_length")
+    window = window or _first_number(_WINDOW_TOKENS, message)
+    tokens = _payload_int(payload, "n_prompt_tokens", "prompt_tokens", "input_tokens")
+    tokens = tokens or _first_number(_PROMPT_TOKENS, message)
+    if tokens is None and window is not None:
+        excess = _first_number((_EXCESS_TOKENS,), message)
+        tokens = window + excess if excess is not None else None
+    return tokens, window
+
+
+def context_error(message: str, payload: Any = None) -> ProviderContextLength:
+    """CTX-19's error, carrying the prompt size and window the provider named (PROV-2)."""
+    tokens, window = requested_tokens(message, payload)
+    return ProviderContextLength(requested_tokens=tokens, window=window)
 
 
 # --- SSE parsing -------------------------------------------------------------------------------
@@ -369,14 +554,53 @@ class _PendingCall:
     arguments: list[str] = field(default_factory=list)
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+async def _bounded_lines(response: httpx.Response, limit: int | None) -> AsyncIterator[str]:
+    """The body's lines (``\n``, ``\r\n`` or ``\r`` ends one), refusing a line longer than
+    ``limit`` characters without holding more of it (PROV-5)."""
+    pending = ""
+    async for text in response.aiter_text():
+        # What is pending holds no line end, but maybe a "\r" last (the first half of "\r\n").
+        scan = max(0, len(pending) - 1)
+        pending += text
+        start = 0
+        for match in _LINE_END.finditer(pending, scan):
+            if match.group() == "\r" and match.end() == len(pending):
+                break  # "\r" last: a "\n" may follow in the next piece
+            yield pending[start : match.start()]
+            start = match.end()
+        pending = pending[start:]
+        if limit is not None and len(pending) > limit:
+            raise _LineTooLong
+    if pending:
+        yield pending.rstrip("\r")
+
+
+class _LineTooLong(Exception):
+    pass
+
+
+def _utf8_prefix(text: str, size: int) -> str:
+    """The longest prefix of ``text`` of at most ``size`` UTF-8 bytes."""
+    if size <= 0:
+        return ""
+    return text.encode("utf-8", "surrogatepass")[:size].decode("utf-8", "ignore")
+
+
 async def _parse_stream(
-    response: httpx.Response, scrub: Callable[[str], str]
+    response: httpx.Response, scrub: Callable[[str], str], limit: int | None = None
 ) -> AsyncIterator[StreamEvent]:
     calls: dict[int, _PendingCall] = {}
     finish: str | None = None
     usage: Usage | None = None
     done = False
     data_lines: list[str] = []
+    #: Bytes of text and tool-call arguments so far (PROV-5), and whether anything of an
+    #: answer arrived at all (PROV-2: an empty stream).
+    size = 0
+    received = False
 
     def flush_calls() -> list[StreamEvent]:
         out: list[StreamEvent] = [
@@ -392,53 +616,75 @@ async def _parse_stream(
         calls.clear()
         return out
 
-    lines = response.aiter_lines()
-    async for line in lines:
-        if line.startswith(":"):
-            continue
-        if line.startswith("data:"):
-            data_lines.append(line[5:].lstrip(" "))
-            continue
-        if line.strip() or not data_lines:
-            continue  # "event:", "id:", "retry:" lines carry nothing we need
-        data = "\n".join(data_lines)
-        data_lines = []
-        if data.strip() == "[DONE]":
-            done = True
-            break
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise ProviderError("The model API sent a malformed stream.") from None
-        if not isinstance(chunk, dict):
-            continue
-        if "error" in chunk:
-            message, code = _error_from_payload(chunk)
-            message = scrub(message)
-            if _is_context_length(400, message, code):
-                raise ProviderContextLength()
-            raise ProviderError(f"The model API failed mid-answer: {message}")
-        if isinstance(chunk.get("usage"), dict):
-            u = chunk["usage"]
-            usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+    line_limit = None if limit is None else limit * _LINE_CHARS_PER_BYTE + _LINE_SLACK
+    lines = _bounded_lines(response, line_limit)
+    try:
+        async for line in lines:
+            if line.startswith(":"):
                 continue
-            delta = choice.get("delta") or {}
-            text = delta.get("content")
-            if isinstance(text, str) and text:
-                yield TextDelta(text)
-            for part in delta.get("tool_calls") or []:
-                pending = calls.setdefault(int(part.get("index", 0)), _PendingCall())
-                pending.id = pending.id or str(part.get("id") or "")
-                fn = part.get("function") or {}
-                pending.name = pending.name or str(fn.get("name") or "")
-                if fn.get("arguments"):
-                    pending.arguments.append(str(fn["arguments"]))
-            if choice.get("finish_reason"):
-                finish = str(choice["finish_reason"])
-                for event in flush_calls():
-                    yield event
+            if line.startswith("data:"):
+                data_lines.append(line[5:].lstrip(" "))
+                continue
+            if line.strip() or not data_lines:
+                continue  # "event:", "id:", "retry:" lines carry nothing we need
+            data = "\n".join(data_lines)
+            data_lines = []
+            if data.strip() == "[DONE]":
+                done = True
+                break
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise ProviderError("The model API sent a malformed stream.") from None
+            if not isinstance(chunk, dict):
+                continue
+            if "error" in chunk:
+                message, code = _error_from_payload(chunk)
+                message = scrub(message)
+                if _is_context_length(400, message, code):
+                    raise context_error(message, chunk)
+                raise ProviderError(f"The model API failed mid-answer: {message}")
+            if isinstance(chunk.get("usage"), dict):
+                usage = _usage_of(chunk)
+            for choice in chunk.get("choices") or []:
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                delta = choice.get("delta") or {}
+                text = delta.get("content")
+                if isinstance(text, str) and text:
+                    received = True
+                    if limit is not None:
+                        room = limit - size
+                        size += len(text.encode("utf-8", "surrogatepass"))
+                        if size > limit:
+                            head = _utf8_prefix(text, room)
+                            if head:
+                                yield TextDelta(head)
+                            raise AnswerTooLarge(limit)
+                    yield TextDelta(text)
+                for part in delta.get("tool_calls") or []:
+                    received = True
+                    pending = calls.setdefault(int(part.get("index", 0)), _PendingCall())
+                    pending.id = pending.id or str(part.get("id") or "")
+                    fn = part.get("function") or {}
+                    pending.name = pending.name or str(fn.get("name") or "")
+                    if fn.get("arguments"):
+                        argument = str(fn["arguments"])
+                        if limit is not None:
+                            size += len(argument.encode("utf-8", "surrogatepass"))
+                            if size > limit:
+                                raise AnswerTooLarge(limit)
+                        pending.arguments.append(argument)
+                if choice.get("finish_reason"):
+                    received = True
+                    finish = str(choice["finish_reason"])
+                    for event in flush_calls():
+                        yield event
+    except _LineTooLong:
+        assert limit is not None
+        raise AnswerTooLarge(limit) from None
+    if not received:
+        raise ProviderEmptyStream()
     if not done and finish is None:
         raise ProviderError("The model API's stream ended before the answer was complete.")
     if done:

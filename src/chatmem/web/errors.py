@@ -37,6 +37,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "insufficient_credits": 402,
     "payload_too_large": 413,
     "context_length_exceeded": 413,
+    "answer_too_large": 502,
     "provider_auth": 502,
     "rate_limited": 429,
     "provider_unreachable": 502,

@@ -1,0 +1,199 @@
+"""PROV-1, PROV-2, PROV-5 at the client: what real OpenAI-compatible servers do differently.
+
+Each behaviour is reproduced by the fake model server over real HTTP: a stream without usage
+(llama.cpp), a server that refuses ``stream_options``, an empty HTTP 200 stream, the
+context-length errors of OpenAI, vLLM, llama.cpp, Ollama and LM Studio with the token count
+they name, and an answer larger than the bound.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.models.test_client import client_for, collect
+from tests.support.model_server import CONTEXT_ERRORS, FakeModelServer
+
+from chatmem.errors import AnswerTooLarge, ProviderContextLength, ProviderEmptyStream
+from chatmem.models.client import Finish, TextDelta, Usage, requested_tokens
+
+
+async def test_a_stream_without_usage_yields_no_usage_event_PROV_1(
+    model_server: FakeModelServer,
+) -> None:
+    model_server.reply("Hello there", report_usage=False)
+    async with client_for(model_server) as client:
+        events = await collect(client)
+    assert not any(isinstance(e, Usage) for e in events)
+    assert isinstance(events[-1], Finish) and events[-1].reason == "stop"
+    # It was asked for.
+    assert model_server.chat_requests[0].body["stream_options"] == {"include_usage": True}
+
+
+async def test_a_server_refusing_stream_options_is_asked_again_without_it_PROV_1(
+    model_server: FakeModelServer,
+) -> None:
+    model_server.reject_field("stream_options")
+    model_server.reply("First", report_usage=False)
+    model_server.reply("Second", report_usage=False)
+    async with client_for(model_server) as client:
+        first = await collect(client)
+        assert client.asks_usage is False
+    # Another client for the same endpoint remembers it (per base URL).
+    async with client_for(model_server) as client:
+        second = await collect(client)
+    assert [e.text for e in first if isinstance(e, TextDelta)] == ["First"]
+    assert [e.text for e in second if isinstance(e, TextDelta)] == ["Second"]
+    sent = [r.body for r in model_server.chat_requests]
+    assert len(sent) == 3
+    assert "stream_options" in sent[0]
+    assert "stream_options" not in sent[1] and "stream_options" not in sent[2]
+
+
+async def test_a_400_about_something_else_is_not_taken_for_stream_options(
+    model_server: FakeModelServer,
+) -> None:
+    model_server.error(400, {"error": {"message": "unknown parameter foo"}})
+    async with client_for(model_server) as client:
+        with pytest.raises(Exception, match="unknown parameter foo"):
+            await collect(client)
+        assert client.asks_usage is True
+    assert len(model_server.chat_requests) == 1
+
+
+@pytest.mark.parametrize("done", [True, False])
+async def test_an_empty_200_stream_is_recognised_PROV_2(
+    model_server: FakeModelServer, done: bool
+) -> None:
+    model_server.empty_stream(done=done)
+    async with client_for(model_server) as client:
+        with pytest.raises(ProviderEmptyStream):
+            await collect(client)
+    assert len(model_server.chat_requests) == 1  # not retried: the probe decides
+
+
+async def test_the_probe_learns_llama_cpps_context_error_PROV_2(
+    model_server: FakeModelServer,
+) -> None:
+    model_server.limit_context(100, style="llama_cpp")
+    messages = [{"role": "user", "content": "7" * 500}]
+    async with client_for(model_server) as client:
+        with pytest.raises(ProviderEmptyStream):
+            async for _ in client.stream(messages):
+                pass
+        with pytest.raises(ProviderContextLength) as info:
+            await client.probe(messages)
+    assert info.value.requested_tokens == 504 and info.value.window == 100
+    probe = model_server.chat_requests[-1].body
+    assert probe["stream"] is False and probe["max_tokens"] == 1
+    assert probe["messages"] == messages
+
+
+async def test_a_probe_that_is_answered_returns_its_usage(model_server: FakeModelServer) -> None:
+    model_server.reply("x", usage=(321, 1))
+    async with client_for(model_server) as client:
+        usage = await client.probe([{"role": "user", "content": "hi"}])
+    assert usage == Usage(321, 1)
+
+
+@pytest.mark.parametrize("style", sorted(set(CONTEXT_ERRORS) - {"ollama_plain"}))
+async def test_each_servers_context_error_names_its_token_count_PROV_2(
+    model_server: FakeModelServer, style: str
+) -> None:
+    model_server.context_length_error(style, tokens=11251, window=8192)
+    async with client_for(model_server) as client:
+        with pytest.raises(ProviderContextLength) as info:
+            await collect(client)
+    assert info.value.requested_tokens == 11251
+    assert info.value.window == 8192
+    assert "Economy" in info.value.message
+
+
+async def test_a_context_error_without_a_count_is_still_recognised(
+    model_server: FakeModelServer,
+) -> None:
+    model_server.context_length_error("ollama_plain")
+    async with client_for(model_server) as client:
+        with pytest.raises(ProviderContextLength) as info:
+            await collect(client)
+    assert info.value.requested_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("message", "tokens", "window"),
+    [
+        ("Requested tokens (11251) exceed context window of 8192", 11251, 8192),
+        (
+            "This model's maximum context length is 8192 tokens. However, your messages "
+            "resulted in 11251 tokens. Please reduce the length of the messages.",
+            11251,
+            8192,
+        ),
+        (
+            "This model's maximum context length is 8192 tokens. However, you requested 12251 "
+            "tokens (11251 in the messages, 1000 in the completion). Please reduce the length "
+            "of the messages or completion.",
+            11251,
+            8192,
+        ),
+        (
+            "This model's maximum context length is 8,192 tokens. However, your request has "
+            "11,251 input tokens.",
+            11251,
+            8192,
+        ),
+        ("prompt is too long: 211251 tokens > 200000 maximum", 211251, 200000),
+        ("input length exceeds the context length: prompt=11251 limit=8192", 11251, 8192),
+        ("Input length 11251 exceeds context length 8192", 11251, 8192),
+        ("prompt too long; exceeded max context length by 3059 tokens", None, None),
+        ("the input length exceeds the context length", None, None),
+    ],
+)
+def test_token_counts_in_provider_wordings(
+    message: str, tokens: int | None, window: int | None
+) -> None:
+    assert requested_tokens(message) == (tokens, window)
+
+
+def test_ollamas_excess_form_adds_to_the_window_it_names() -> None:
+    payload = {"error": {"message": "exceeded max context length by 3059 tokens", "n_ctx": 8192}}
+    assert requested_tokens(payload["error"]["message"], payload) == (11251, 8192)
+
+
+async def test_an_answer_past_the_bound_is_cut_at_the_bound_PROV_5(
+    model_server: FakeModelServer,
+) -> None:
+    model_server.large_reply(50_000, piece="é" * 700)  # 2-byte characters: cut between them
+    received: list[str] = []
+    async with client_for(model_server, max_answer_bytes=10_001) as client:
+        with pytest.raises(AnswerTooLarge) as info:
+            async for event in client.stream([{"role": "user", "content": "hi"}]):
+                if isinstance(event, TextDelta):
+                    received.append(event.text)
+    text = "".join(received)
+    assert len(text.encode()) == 10_000 and set(text) == {"é"}
+    assert info.value.code == "answer_too_large"
+    assert "10 KB" in info.value.message or "9.767 KB" in info.value.message
+
+
+async def test_tool_call_arguments_count_toward_the_bound_PROV_5(
+    model_server: FakeModelServer,
+) -> None:
+    model_server.tool_call("search", {"q": "x" * 20_000})
+    async with client_for(model_server, max_answer_bytes=4_096) as client:
+        with pytest.raises(AnswerTooLarge):
+            await collect(client)
+
+
+async def test_a_single_huge_line_is_refused_without_being_held_PROV_5(
+    model_server: FakeModelServer,
+) -> None:
+    model_server.reply("x" * 200_000, chunks=["x" * 200_000])
+    async with client_for(model_server, max_answer_bytes=1_024) as client:
+        with pytest.raises(AnswerTooLarge):
+            await collect(client)
+
+
+async def test_an_answer_within_the_bound_is_untouched(model_server: FakeModelServer) -> None:
+    model_server.large_reply(9_000)
+    async with client_for(model_server, max_answer_bytes=9_000) as client:
+        events = await collect(client)
+    assert sum(len(e.text) for e in events if isinstance(e, TextDelta)) == 9_000
