@@ -9,11 +9,12 @@ from chatmem.context.compaction import (
     CompactionRequest,
     summary_message,
 )
-from chatmem.context.errors import DoesNotFit, EngineError, PlanInputError
+from chatmem.context.errors import DoesNotFit, EngineError, PlanInputError, ToolResultTooLarge
 from chatmem.context.modes import effective_mode, full_threshold
 from chatmem.context.plan import (
     Breakdown,
     CompactionDecision,
+    OversizedResult,
     Plan,
     compaction_request,
     plan,
@@ -56,6 +57,7 @@ __all__ = [
     "File",
     "Message",
     "Mode",
+    "OversizedResult",
     "Plan",
     "PlanInputError",
     "PriceEstimate",
@@ -64,6 +66,7 @@ __all__ = [
     "Summary",
     "Tokenizer",
     "ToolCall",
+    "ToolResultTooLarge",
     "calibrated",
     "calibration_factor",
     "compaction_request",

@@ -234,6 +234,10 @@ def _exported(value: Any, where: str) -> ExportedConversation:
                 content=_str(fo, "content", here, required=False) or "",
                 message_id=message_id,
                 state=cast(FileState, state),
+                # a binary attachment (PROV-4): never sent, its bytes are not needed here
+                mime=(_str(fo, "mime", here, required=False) or "application/octet-stream")
+                if fo.get("data_base64") is not None
+                else None,
             )
         )
     instructions = _str(obj, "instructions", where, required=False) or ""

@@ -27,9 +27,10 @@ class DoesNotFit(EngineError):
 
     code = "does_not_fit"
 
-    def __init__(self, needed: int, available: int) -> None:
+    def __init__(self, needed: int, available: int, message: str | None = None) -> None:
         super().__init__(
-            "The message does not fit in the model's memory. Compress the memory, remove "
+            message
+            or "The message does not fit in the model's memory. Compress the memory, remove "
             "files, or start a new chat."
         )
         self.needed = needed
@@ -37,3 +38,30 @@ class DoesNotFit(EngineError):
 
     def details(self) -> dict[str, Any]:
         return {"needed": self.needed, "available": self.available}
+
+
+class ToolResultTooLarge(DoesNotFit):
+    """CTX-13: a tool result of the turn in progress cannot be sent even with everything else
+    folded away.  It stays stored; the turn ends with this error, which names the tool (not
+    the user's message), and later turns treat the pair as ordinary history."""
+
+    def __init__(
+        self, tool: str, tokens: int, message_id: str, *, needed: int, available: int
+    ) -> None:
+        super().__init__(
+            needed,
+            available,
+            f"The result of tool {tool} is too large for the model's memory ({tokens:,} "
+            "tokens); it is kept in the conversation but left out of memory.",
+        )
+        self.tool = tool
+        self.tokens = tokens
+        self.message_id = message_id
+
+    def details(self) -> dict[str, Any]:
+        return {
+            **super().details(),
+            "tool": self.tool,
+            "tokens": self.tokens,
+            "message_id": self.message_id,
+        }

@@ -85,9 +85,14 @@ def api_message(message: Message, calls: Sequence[Any] | None = None) -> dict[st
 
 
 def render_pair(
-    messages: Sequence[Message], start: int, stop: int
+    messages: Sequence[Message],
+    start: int,
+    stop: int,
+    *,
+    drop: frozenset[str] = frozenset(),
 ) -> tuple[list[dict[str, Any]], list[MessageStatus]]:
-    """The messages of one pair as sent, and their statuses, keeping calls with results."""
+    """The messages of one pair as sent, and their statuses, keeping calls with results.
+    ``drop``: tool call ids left out with their results (CTX-13, CTX-20)."""
     pair = messages[start:stop]
     plain = True
     for m in pair:
@@ -99,7 +104,7 @@ def render_pair(
             [{"role": m.role, "content": m.content} for m in pair],
             ["in_memory"] * len(pair),
         )
-    answered = {m.tool_call_id for m in pair if m.role == "tool"}
+    answered = {m.tool_call_id for m in pair if m.role == "tool"} - drop
     called: set[str] = set()
     sent: list[dict[str, Any]] = []
     statuses: list[MessageStatus] = []

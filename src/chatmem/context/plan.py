@@ -25,6 +25,11 @@ draft, same plan.  It never calls a model, reads a file or the environment.
    after the fold* (the folded messages ``summarized``, the summary counted at its cap) and
    carries a :class:`CompactionRequest`: the whole fold, its rounds and price.  The caller
    folds (``folding.fold``), then plans again.
+   A tool result of the turn that the window cannot take even with everything before the
+   turn folded away (CTX-13) is left out with its call (CTX-20) and the plan does not fit:
+   :class:`OversizedResult` names it, and the refusal names the tool, not the question.
+   Later turns see that pair as ordinary history (folded, excluded or out of memory).
+   Binary attachments (PROV-4) are never sent: a placeholder in their message stands in.
 7. The invariant (CTX-21): ``fits`` is true exactly when the request as planned (after the
    fold) is within ``window - answer reserve``; admission is ``fits``, and a refusal's
    ``needed`` is ``used + reserve`` > ``window`` (:meth:`Plan.require_fit`, CTX-19).  A plan
@@ -51,7 +56,7 @@ from chatmem.context.compaction import (
     summary_message,
     summary_tokens,
 )
-from chatmem.context.errors import DoesNotFit
+from chatmem.context.errors import DoesNotFit, ToolResultTooLarge
 from chatmem.context.history import PairWalker, TokensOf, find_backward, tokens_between
 from chatmem.context.modes import (
     MIN_UNLOAD_FRACTION,
@@ -137,6 +142,19 @@ class CompactionDecision:
 
 
 @dataclass(frozen=True)
+class OversizedResult:
+    """CTX-13: a tool result of the turn in progress that cannot be sent even with everything
+    else folded away.  The plan leaves it out with its call (CTX-20) and does not fit;
+    ``needed`` is the smallest request with it (answer reserve included), above the window."""
+
+    message_id: str
+    tool_call_id: str
+    tool: str
+    tokens: int
+    needed: int
+
+
+@dataclass(frozen=True)
 class Plan:
     """What the next request sends and why.  ``messages`` are OpenAI chat messages."""
 
@@ -153,6 +171,8 @@ class Plan:
     level: Level
     compaction: CompactionDecision
     price: PriceEstimate = field(default_factory=lambda: PriceEstimate(0.0))
+    #: Tool results of the turn too large to send (CTX-13); ``fits`` is then false.
+    oversized: tuple[OversizedResult, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The CONTRACT's plan JSON (statuses fully expanded)."""
@@ -186,7 +206,17 @@ class Plan:
         }
 
     def require_fit(self) -> None:
-        """Raise ``DoesNotFit`` (CTX-19) unless the request fits the window as planned."""
+        """Raise ``DoesNotFit`` (CTX-19) unless the request fits the window as planned; when
+        a tool result of the turn is what cannot fit, ``ToolResultTooLarge`` names it."""
+        if self.oversized:
+            first = self.oversized[0]
+            raise ToolResultTooLarge(
+                first.tool,
+                first.tokens,
+                first.message_id,
+                needed=first.needed,
+                available=self.tokens.window,
+            )
         if not self.fits:
             raise DoesNotFit(
                 needed=self.tokens.used + self.tokens.reserve, available=self.tokens.window
@@ -201,6 +231,8 @@ def file_block(file: File, role: InstructionsRole = "system") -> dict[str, str]:
 
 
 def _file_tokens(file: File, tokenizer: Tokenizer) -> int:
+    if file.binary:
+        return 0  # never sent: its message's placeholder stands for it (PROV-4)
     if file.tokens is not None:
         return file.tokens
     return MESSAGE_OVERHEAD + tokenizer.count(file_block(file)["content"])
@@ -210,7 +242,7 @@ def _auto_file_tokens(files: Sequence[File], tokenizer: Tokenizer) -> dict[str, 
     """Message id -> tokens of the auto files attached to it (they travel with it)."""
     out: dict[str, int] = {}
     for f in files:
-        if f.state == "auto" and f.message_id is not None:
+        if f.state == "auto" and f.message_id is not None and not f.binary:
             out[f.message_id] = out.get(f.message_id, 0) + _file_tokens(f, tokenizer)
     return out
 
@@ -267,22 +299,45 @@ def _plan(
     current_summary_tokens = summary_tokens(summary, tok) if summary is not None else 0
     draft_tokens = MESSAGE_OVERHEAD + tok.count(draft) if draft else 0
 
-    pinned = [f for f in conversation.files if f.state == "pinned"]
+    pinned = [f for f in conversation.files if f.state == "pinned" and not f.binary]
     pinned_tokens = sum(_file_tokens(f, tok) for f in pinned)
 
     # The current turn: always sent, rendered like any pair (CTX-20 keeps calls with results).
     turn_sent: list[dict[str, Any]] = []
     turn_statuses: list[MessageStatus] = []
     turn_tokens = 0
+    reserve = profile.answer_reserve
+    window = profile.context_window
+    budget = window - reserve
+    oversized: tuple[OversizedResult, ...] = ()
     if history_stop < n and mode != "window":
         turn_sent, turn_statuses = render_pair(messages, history_stop, n)
         turn_tokens = sum(
             m.tokens if m.tokens is not None else tokens_of(m) for m in messages[history_stop:n]
         )
-
-    reserve = profile.answer_reserve
-    window = profile.context_window
-    budget = window - reserve
+        fixed = instructions_tokens + tools_tokens + draft_tokens + pinned_tokens
+        most = max(new_summary_tokens(profile), current_summary_tokens)
+        if turn_tokens > budget - fixed - (most if mode in SUMMARY_MODES else 0):
+            # CTX-13: a tool result the window cannot take even with the rest folded away is
+            # left out with its call, and the turn is refused naming it.
+            floor_tokens = _summary_floor(
+                conversation, profile, mode, history_stop, current_summary_tokens, tokens_of
+            )
+            room = budget - fixed - floor_tokens
+            cut = (
+                _oversized_results(
+                    messages,
+                    history_stop,
+                    room=room,
+                    turn_tokens=turn_tokens,
+                    tokens_of=tokens_of,
+                    needed=fixed + floor_tokens + turn_tokens + reserve,
+                )
+                if turn_tokens > room
+                else None
+            )
+            if cut is not None:
+                oversized, turn_sent, turn_statuses, turn_tokens = cut
     window_sent_tail: list[dict[str, Any]] = []
     auto_file_tokens = _auto_file_tokens(conversation.files, tok)
     fold: _Fold | None = None
@@ -315,7 +370,7 @@ def _plan(
             tokens_of,
             request_tokens=base + current_summary_tokens + chosen.tokens + reserve,
         )
-        if floor is not None:
+        if floor is not None and not oversized:
             folded = _after_fold(
                 conversation,
                 profile,
@@ -342,11 +397,13 @@ def _plan(
     file_statuses: dict[str, FileStatus] = {}
     sent_files: list[File] = []
     for f in conversation.files:
-        if f.state == "pinned":
+        if f.state == "excluded":
+            file_statuses[f.id] = "excluded"
+        elif f.binary:  # PROV-4, PROJ-2: a placeholder in its message stands for it
+            file_statuses[f.id] = "out_of_memory"
+        elif f.state == "pinned":
             file_statuses[f.id] = "pinned"
             sent_files.append(f)
-        elif f.state == "excluded":
-            file_statuses[f.id] = "excluded"
         elif (f.message_id is None and mode != "off") or f.message_id in in_memory_ids:
             file_statuses[f.id] = "in_memory"
             sent_files.append(f)
@@ -373,7 +430,7 @@ def _plan(
 
     messages_tokens = chosen.tokens + turn_tokens + draft_tokens
     used = instructions_tokens + tools_tokens + summary_tok + messages_tokens + files_tokens
-    fits = not chosen.overflow and used <= budget
+    fits = not chosen.overflow and used <= budget and not oversized
     breakdown = Breakdown(
         instructions=instructions_tokens,
         tools=tools_tokens,
@@ -425,7 +482,90 @@ def _plan(
             needed=request is not None, threshold=full_threshold(profile), request=request
         ),
         price=price,
+        oversized=oversized,
     )
+
+
+def _summary_floor(
+    conversation: Conversation,
+    profile: Profile,
+    mode: Mode,
+    history_stop: int,
+    current_summary_tokens: int,
+    tokens_of: TokensOf,
+) -> int:
+    """The least the memory before the turn can take once folded as far as it goes: nothing
+    outside the summary modes; else the summary with the history after it that is not
+    excluded, or a new summary at its cap when that is smaller (a lower bound: CTX-13 must
+    not leave out a tool result that a fold would have made room for).  The walk stops at
+    the cap."""
+    if mode not in SUMMARY_MODES:
+        return 0
+    cap = new_summary_tokens(profile)
+    summary = conversation.summary
+    through = summary.through if summary is not None else None
+    history = 0
+    for pair in PairWalker(conversation.messages, history_stop, through, tokens_of):
+        if not pair.excluded:
+            history += pair.tokens
+            if current_summary_tokens + history >= cap:
+                return cap
+    return current_summary_tokens + history
+
+
+def _oversized_results(
+    messages: Sequence[Message],
+    history_stop: int,
+    *,
+    room: int,
+    turn_tokens: int,
+    tokens_of: TokensOf,
+    needed: int,
+) -> tuple[tuple[OversizedResult, ...], list[dict[str, Any]], list[MessageStatus], int] | None:
+    """The turn with its largest tool results left out (each with its call, CTX-20) until it
+    fits ``room``: the results, the turn as sent, its statuses and tokens; None when leaving
+    results out would not make it fit (then the turn is refused as a whole, CTX-19)."""
+    n = len(messages)
+    names: dict[str, str] = {}
+    for k in range(history_stop, n):
+        for call in messages[k].tool_calls:
+            names[call.id] = call.name
+
+    def cost(m: Message) -> int:
+        return m.tokens if m.tokens is not None else tokens_of(m)
+
+    candidates = sorted(
+        (
+            (cost(messages[k]), k)
+            for k in range(history_stop, n)
+            if messages[k].role == "tool" and messages[k].tool_call_id in names
+        ),
+        key=lambda item: (-item[0], item[1]),
+    )
+    _, before = render_pair(messages, history_stop, n)
+    drop: set[str] = set()
+    for _tokens, k in candidates:
+        drop.add(str(messages[k].tool_call_id))
+        sent, statuses = render_pair(messages, history_stop, n, drop=frozenset(drop))
+        left_out = sum(
+            cost(messages[history_stop + i])
+            for i, (was, now) in enumerate(zip(before, statuses, strict=True))
+            if was == "in_memory" and now != "in_memory"
+        )
+        if turn_tokens - left_out <= room:
+            results = tuple(
+                OversizedResult(
+                    message_id=m.id,
+                    tool_call_id=str(m.tool_call_id),
+                    tool=names[str(m.tool_call_id)],
+                    tokens=cost(m),
+                    needed=needed,
+                )
+                for _t, j in candidates
+                if (m := messages[j]).tool_call_id in drop
+            )
+            return results, sent, statuses, turn_tokens - left_out
+    return None
 
 
 def _fold_floor(

@@ -63,7 +63,11 @@ class Summary:
 
 @dataclass(frozen=True)
 class File:
-    """CTX-16: a file attached to the conversation, optionally to one of its messages."""
+    """CTX-16: a file attached to the conversation, optionally to one of its messages.
+
+    ``mime`` set: a binary attachment (PROV-4, PROJ-2: an image a tool returned…) whose bytes
+    the engine never sees; a placeholder in its message stands for it, and the file itself is
+    never sent (``out_of_memory`` unless excluded)."""
 
     id: str
     name: str
@@ -71,6 +75,11 @@ class File:
     message_id: str | None = None
     state: FileState = "auto"
     tokens: int | None = None
+    mime: str | None = None
+
+    @property
+    def binary(self) -> bool:
+        return self.mime is not None
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,8 @@ _LATEST_SUMMARY = (
     .limit(1)
 )
 _FILES = (
-    select(File.__table__)
+    # every column but a binary attachment's bytes (PROV-4: never sent, never loaded here)
+    select(*(column for column in File.__table__.c if column.name != "data"))
     .where(File.conversation_id == bindparam("cid"))
     .order_by(File.created_at, File.id)
 )
@@ -379,6 +380,7 @@ def load_engine_conversation(
             message_id=f.message_id,
             state=f.state,
             tokens=getattr(f, column),
+            mime=f.mime,
         )
         for f in (connection.execute(_FILES, {"cid": conversation_id}) if has_files else ())
     ]
