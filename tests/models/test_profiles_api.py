@@ -176,7 +176,8 @@ def test_admins_publish_shared_profiles_visible_to_all(
     shared = create(api, admin, shared=True, api_key=KEY)
     listed = api.get("/api/v1/profiles", headers=alice.headers).json()["items"]
     assert [p["id"] for p in listed] == [shared["id"]]
-    assert listed[0]["owned"] is False and listed[0]["has_api_key"] is True
+    assert listed[0]["owned"] is False and listed[0]["editable"] is False
+    assert "has_api_key" not in listed[0] and "base_url" not in listed[0]  # SEC-4
     # Users may use it but not change it.
     response = api.patch(
         f"/api/v1/profiles/{shared['id']}", json={"name": "x"}, headers=alice.headers

@@ -64,6 +64,7 @@ from chatmem.errors import (
     ProviderRateLimited,
     ProviderUnreachable,
 )
+from chatmem.models.redact import scrub_provider_text
 from chatmem.models.ssrf import EndpointPolicy, safe_async_client
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,9 @@ class ModelEndpoint:
     base_url: str
     model: str
     api_key: str | None = field(default=None, repr=False)
+    #: The person this call is for may not see the endpoint (somebody else's shared profile,
+    #: SEC-4): errors name neither its URL nor its host.
+    conceal: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,8 @@ class ModelClient:
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         max_answer_bytes: int | None = None,
     ) -> None:
+        if endpoint.conceal:  # SEC-4: refusals name no host either
+            policy = policy.concealed()
         policy.check_syntax(endpoint.base_url)
         self.endpoint = endpoint
         self.max_answer_bytes = max_answer_bytes
@@ -368,13 +374,20 @@ class ModelClient:
 
     # -- errors ---------------------------------------------------------------------------------
     def _host(self) -> str:
+        if self.endpoint.conceal:
+            return "this shared model's address"
         return httpx.URL(self.endpoint.base_url).host
 
     def _scrub(self, text: str) -> str:
-        key = self.endpoint.api_key
-        if key:
-            text = text.replace(key, "***")
-        return text[:500]
+        # SEC-4: the key, its masked forms and any 4+ character run of it; the endpoint too
+        # for users of a shared profile.
+        endpoint = self.endpoint
+        return scrub_provider_text(
+            text,
+            endpoint.api_key,
+            conceal_url=endpoint.base_url if endpoint.conceal else None,
+            host=httpx.URL(endpoint.base_url).host if endpoint.conceal else None,
+        )
 
     def _status_error(self, response: httpx.Response) -> Exception:
         status = response.status_code

@@ -108,9 +108,15 @@ def visible_profile(session: Session, user: User, profile_id: str) -> ModelProfi
     return row
 
 
+def can_edit(row: ModelProfile, user: User) -> bool:
+    """The owner, or an administrator for a shared profile: who may change it and see all of
+    it (its endpoint included, SEC-4)."""
+    return row.user_id == user.id or bool(row.shared and user.is_admin)
+
+
 def editable_profile(session: Session, user: User, profile_id: str) -> ModelProfile:
     row = visible_profile(session, user, profile_id)
-    if row.user_id != user.id and not (row.shared and user.is_admin):
+    if not can_edit(row, user):
         raise Forbidden("Only an administrator can change a shared profile.")
     return row
 
@@ -322,14 +328,43 @@ def decrypt_api_key(row: ModelProfile, secrets: SecretBox) -> str | None:
     return secrets.decrypt_optional(row.api_key_ciphertext, profile_aad(row.id))
 
 
-def model_endpoint(row: ModelProfile, secrets: SecretBox) -> ModelEndpoint:
-    """What :class:`~chatmem.models.client.ModelClient` needs, with the key decrypted."""
-    return ModelEndpoint(row.base_url, row.model, decrypt_api_key(row, secrets))
+def model_endpoint(
+    row: ModelProfile, secrets: SecretBox, *, conceal: bool = False
+) -> ModelEndpoint:
+    """What :class:`~chatmem.models.client.ModelClient` needs, with the key decrypted.
+    ``conceal``: the call is for somebody who may not see the endpoint (another user of a
+    shared profile): its errors name neither URL nor host (SEC-4)."""
+    return ModelEndpoint(row.base_url, row.model, decrypt_api_key(row, secrets), conceal=conceal)
 
 
 def public_view(row: ModelProfile, user: User) -> dict[str, Any]:
-    """The API shape of a profile: everything but the key, which is only ``has_api_key``."""
+    """The API shape of a profile: everything but the key, which is only ``has_api_key``.
+
+    A shared profile seen by a user who may not edit it (SEC-4) shows what choosing and using
+    it needs — name, model, window, tokenizer, stateless, prices — and nothing of where it
+    points or how it is configured: no ``base_url``, no ``has_api_key``, no knobs."""
     info = price_info(row)
+    prices = {
+        "input_per_mtok": info.prices.input_per_mtok,
+        "output_per_mtok": info.prices.output_per_mtok,
+        "free": info.prices.free,
+        "source": info.source,
+        "currency": "USD",
+    }
+    if not can_edit(row, user):
+        return {
+            "id": row.id,
+            "name": row.name,
+            "model": row.model,
+            "context_window": row.context_window,
+            "tokenizer": row.tokenizer,
+            "free": row.free,
+            "prices": prices,
+            "stateless": row.stateless,
+            "shared": row.shared,
+            "owned": False,
+            "editable": False,
+        }
     return {
         "id": row.id,
         "name": row.name,
@@ -343,17 +378,12 @@ def public_view(row: ModelProfile, user: User) -> dict[str, Any]:
         "input_price_per_mtok": row.input_price_per_mtok,
         "output_price_per_mtok": row.output_price_per_mtok,
         "free": row.free,
-        "prices": {
-            "input_per_mtok": info.prices.input_per_mtok,
-            "output_per_mtok": info.prices.output_per_mtok,
-            "free": info.prices.free,
-            "source": info.source,
-            "currency": "USD",
-        },
+        "prices": prices,
         "stateless": row.stateless,
         "summarizer_profile_id": row.summarizer_profile_id,
         "shared": row.shared,
         "owned": row.user_id == user.id,
+        "editable": True,
         "created_at": iso(row.created_at),
         "updated_at": iso(row.updated_at),
     }

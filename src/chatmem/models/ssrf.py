@@ -376,6 +376,36 @@ class EndpointPolicy:
         target = self.check_syntax(url)
         return CheckedEndpoint(target, self.checked_addresses(target.host, target.port))
 
+    def concealed(self) -> EndpointPolicy:
+        """The same policy, whose refusals name no host, URL or address: for a user of
+        somebody else's shared profile, who may not see where it points (SEC-4)."""
+        return _ConcealedPolicy(self.allow_private, self.allowed, self.resolver)
+
+
+class _ConcealedPolicy(EndpointPolicy):
+    def check_syntax(self, url: str) -> Target:
+        try:
+            return super().check_syntax(url)
+        except EndpointNotAllowed:
+            raise _concealed_refusal() from None
+
+    def checked_addresses(self, host: str, port: int) -> tuple[str, ...]:
+        try:
+            return super().checked_addresses(host, port)
+        except EndpointNotAllowed:
+            raise _concealed_refusal() from None
+
+    def concealed(self) -> EndpointPolicy:
+        return self
+
+
+def _concealed_refusal() -> EndpointNotAllowed:
+    return EndpointNotAllowed(
+        "This shared model's address is not allowed by this server's endpoint policy; "
+        "ask an administrator.",
+        reason="policy",
+    )
+
 
 def _refuse(url: object, why: str) -> EndpointNotAllowed:
     return EndpointNotAllowed(f"This endpoint is not allowed: {why}.", reason=why)

@@ -126,7 +126,12 @@ def resolve_target(
     summarizer = None
     if row.summarizer_profile_id:
         summarizer = visible_profile_row(session, user_id, row.summarizer_profile_id)
-    endpoint = profiles.model_endpoint(row, secrets) if secrets is not None else None
+    endpoint = (
+        # SEC-4: somebody else's shared profile: its errors name no URL or host.
+        profiles.model_endpoint(row, secrets, conceal=row.user_id != user_id)
+        if secrets is not None
+        else None
+    )
     return ModelTarget(
         row.id,
         row.model,

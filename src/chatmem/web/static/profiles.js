@@ -44,14 +44,18 @@
       const result = el("span", { class: "test-result small", role: "status" });
       const testButton = el("button", { type: "button", text: "Test connection" });
       testButton.addEventListener("click", () => test(p, testButton, result));
+      // Somebody else's shared profile (SEC-4): usable, not editable, its endpoint unseen.
+      const editable = p.editable !== false;
       list.append(el("li", { "data-id": p.id }, [
         el("span", { class: "profile-name", text: p.name }),
         el("span", { class: "muted small", text: p.model + " · " + fmtTokens(p.context_window) + " tokens" + (p.stateless ? " · stateless" : "") + (isFree(p) ? " · free" : "") }),
-        el("span", { class: "badge key-state", text: p.has_api_key ? "Key set" : "No key" }),
+        el("span", { class: "badge key-state", text: editable ? (p.has_api_key ? "Key set" : "No key") : "Shared" }),
         el("span", { class: "spacer" }),
         testButton,
-        el("button", { type: "button", text: "Edit", onclick: () => edit(p) }),
-        el("button", { type: "button", class: "danger", text: "Delete", onclick: () => remove(p) }),
+        ...(editable ? [
+          el("button", { type: "button", text: "Edit", onclick: () => edit(p) }),
+          el("button", { type: "button", class: "danger", text: "Delete", onclick: () => remove(p) }),
+        ] : []),
         result,
       ]));
     }

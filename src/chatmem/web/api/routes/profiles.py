@@ -180,7 +180,9 @@ def test_profile(
 ) -> dict[str, Any]:
     """Test the connection: reachable, key accepted, model known."""
     row = repo.visible_profile(session, user, profile_id)
-    endpoint = repo.model_endpoint(row, secrets)
+    endpoint = repo.model_endpoint(row, secrets, conceal=not repo.can_edit(row, user))
+    if endpoint.conceal:  # SEC-4: somebody else's shared profile: no host in refusals
+        policy = policy.concealed()
     policy.check_url(endpoint.base_url)  # refuse before connecting, with the policy's reason
 
     async def probe() -> dict[str, Any]:
