@@ -104,6 +104,35 @@ class Settings(BaseSettings):
     model_timeout: float = Field(
         default=120.0, description="Seconds before a model request times out."
     )
+    mcp_connect_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds an MCP server has to connect and list its tools (PROV-3); a "
+        "server's own setting overrides it.",
+    )
+    mcp_call_timeout: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds one MCP tool call may take before its result counts as unknown "
+        "(PROV-3); a server's own setting overrides it.",
+    )
+    mcp_first_wait: float = Field(
+        default=0.25,
+        ge=0,
+        description="Seconds a turn waits for an MCP server still on its very first "
+        "connection (once; a hung server is then skipped until it answers).",
+    )
+    mcp_refresh_interval: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds between two listings of an MCP server's tools in the background.",
+    )
+    tool_approval_timeout: float = Field(
+        default=900.0,
+        gt=0,
+        description="Seconds an 'ask first' tool call waits for the user's answer before it "
+        "counts as refused (PROV-6).",
+    )
     max_answer_bytes: int = Field(
         default=4 * 1024 * 1024,
         ge=1024,

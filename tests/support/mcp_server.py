@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,6 +132,22 @@ class McpServerProcess:
         from tests.support.serve import stop_process
 
         stop_process(self.process, timeout=5)
+
+
+def wait_until_ready(
+    get: Callable[[str], Any], server_id: str, timeout: float = 15.0
+) -> dict[str, Any]:
+    """Waits until chatmem's session to a registered server is up (PROV-3: its health says
+    ``ready``); ``get(path)`` is an administrator's GET.  A turn started before may not be
+    offered the server's tools yet: chatmem waits a quarter of a second for a new server."""
+    deadline = time.monotonic() + timeout
+    while True:
+        server = get(f"/api/v1/mcp-servers/{server_id}").json()
+        if server["health"]["state"] == "ready":
+            return dict(server)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"MCP server not ready: {server['health']}")
+        time.sleep(0.02)
 
 
 @contextlib.contextmanager

@@ -9,7 +9,8 @@ from tests.support.mcp_server import McpServerProcess, running_mcp_server
 
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
-from chatmem.turns.tools import McpServerConfig, McpToolBox
+from chatmem.turns.mcp_links import McpPool
+from chatmem.turns.tools import McpServerConfig, ToolBox
 
 
 @pytest.fixture(scope="module")
@@ -18,15 +19,17 @@ def mcp() -> Iterator[McpServerProcess]:
         yield server
 
 
-def _open(mcp: McpServerProcess, settings: Settings, headers: dict[str, str]) -> McpToolBox:
+def _open(mcp: McpServerProcess, settings: Settings, headers: dict[str, str]) -> ToolBox:
+    """The tools a turn would get once the server's first connection ended either way."""
     import anyio
 
-    async def go() -> McpToolBox:
-        box = await McpToolBox.open(
-            [McpServerConfig("s1", "tools", mcp.url, headers)],
-            EndpointPolicy.from_settings(settings),
-        )
-        await box.aclose()
+    async def go() -> ToolBox:
+        pool = McpPool(EndpointPolicy.from_settings(settings))
+        configs = [McpServerConfig("s1", "tools", mcp.url, headers)]
+        (link,) = pool.sync(configs)
+        await link.settled.wait()
+        box = await pool.toolbox(configs)
+        await pool.aclose()
         return box
 
     return anyio.run(go)
@@ -35,7 +38,7 @@ def _open(mcp: McpServerProcess, settings: Settings, headers: dict[str, str]) ->
 def test_tools_are_listed_as_openai_function_schemas_TURN_4(mcp: McpServerProcess) -> None:
     box = _open(mcp, Settings(allow_private_endpoints=True), {"Authorization": "Bearer s3cret"})
     names = {s["function"]["name"] for s in box.schemas}
-    assert names == {"echo", "add", "slow"}
+    assert {"echo", "add", "slow"} <= names
     add = next(s for s in box.schemas if s["function"]["name"] == "add")
     assert add["type"] == "function" and set(add["function"]["parameters"]["required"]) == {
         "a",

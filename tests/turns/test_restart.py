@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import select
-from tests.support.mcp_server import McpServerProcess, running_mcp_server
+from tests.support.mcp_server import McpServerProcess, running_mcp_server, wait_until_ready
 from tests.support.serve import ServeProcess, fake_profile, model_server_process
 from tests.turns.conftest import parse_sse
 
@@ -48,6 +48,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 },
             )
             assert created.status_code == 201, created.text
+            wait_until_ready(api.get, created.json()["id"])
             yield {
                 "server": server,
                 "model": model,
@@ -178,6 +179,33 @@ def test_kill_mid_tool_call_marks_it_unknown_and_never_replays_it_TURN_3(
     sent = model.requests[-1].body["messages"]
     assert any(m["role"] == "tool" and m.get("tool_call_id") == "call_slow_1" for m in sent)
     assert json.dumps(sent).count("call_slow_1") >= 2  # the call and its (unknown) result
+
+
+def test_kill_while_a_call_waits_for_approval_marks_it_not_run_PROV_6(
+    world: dict[str, Any], conversation: str
+) -> None:
+    server, model, api, db = (world[k] for k in ("server", "model", "api", "db"))
+    servers = api.get("/api/v1/mcp-servers").json()["items"]
+    server_id = servers[0]["id"]
+    api.patch(f"/api/v1/mcp-servers/{server_id}", json={"ask_first_tools": ["add"]})
+    try:
+        model.tool_call("add", {"a": 1, "b": 2}, id="call_ask")
+        run_id = _start(api, conversation, "1 + 2?")
+        _events_until(api, run_id, lambda ev: ev[-1]["event"] == "approval")
+        assert api.get(f"/api/v1/runs/{run_id}").json()["waiting"]["tool_call_id"] == "call_ask"
+        server.kill()
+        server.start()
+    finally:
+        api.patch(f"/api/v1/mcp-servers/{server_id}", json={"ask_first_tools": []})
+    run = api.get(f"/api/v1/runs/{run_id}").json()
+    assert run["status"] == "interrupted" and run["waiting"] is None
+    with db.session() as session:
+        calls = list(session.scalars(select(ToolCallRow).where(ToolCallRow.run_id == run_id)))
+    assert [(c.name, c.status) for c in calls] == [("add", "not_run")]
+    tool = _history(db, conversation)[-1]
+    assert tool.tool_call_id == "call_ask"
+    assert tool.content == "Not run: the server restarted before this tool call was approved."
+    assert api.post(f"/api/v1/runs/{run_id}/tool-calls/call_ask/approve").status_code == 409
 
 
 def test_kill_mid_compaction_leaves_summary_and_history_unchanged_CTX_12(

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-from tests.support.mcp_server import McpServerProcess, running_mcp_server
+from tests.support.mcp_server import McpServerProcess, running_mcp_server, wait_until_ready
 from tests.support.model_server import FakeModelServer
 from tests.turns.conftest import Chat, make_chat
 
@@ -28,6 +28,9 @@ def tool_chat(
         headers=chat.headers,
     )
     assert response.status_code == 201, response.text
+    wait_until_ready(
+        lambda path: turn_client.get(path, headers=chat.headers), response.json()["id"]
+    )
     return chat
 
 
@@ -113,6 +116,9 @@ def test_budget_is_recomputed_after_a_tool_call_CTX_13(
         headers=chat.headers,
     )
     assert response.status_code == 201, response.text
+    wait_until_ready(
+        lambda path: turn_client.get(path, headers=chat.headers), response.json()["id"]
+    )
     # The tool's answer alone is larger than the window: the next request cannot be sent.
     model_server.tool_call("echo", {"text": "lorem ipsum dolor " * 2500}, id="call_big")
     run = chat.turn("Echo a lot")

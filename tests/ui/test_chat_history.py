@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-from tests.support.mcp_server import running_mcp_server
+from tests.support.mcp_server import running_mcp_server, wait_until_ready
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import CuttableProxy, Server, make_conversation, make_profile
 
@@ -120,6 +120,7 @@ def test_turn4_live_tool_calls_and_results_stream_into_the_feed(
             json={"name": "tools", "url": mcp.url, "bearer_token": "mcp-secret"},
         )
         assert created.status_code == 201, created.text
+        wait_until_ready(admin.get, created.json()["id"])
         try:
             model.tool_call("add", {"a": 2, "b": 3}, id="call_add")
             model.reply("Two plus three is 5.", delay=0.02)

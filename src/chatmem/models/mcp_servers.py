@@ -2,9 +2,11 @@
 
 The URL obeys the same endpoint policy as model URLs (PROF-4).  Headers — typically
 ``Authorization: Bearer …`` — are one JSON object encrypted like API keys, bound to the row
-(``mcp_server:<id>``), and never returned by the API (``has_headers`` only).  The turn runner
-calls :func:`connection` right before connecting and uses
-:func:`chatmem.models.ssrf.safe_async_client` for the HTTP transport.
+(``mcp_server:<id>``), and never returned by the API (``has_headers`` only).  The turn service
+calls :func:`connection` when it (re)connects a server's link.
+
+Each server also has its own connect and call timeouts (PROV-3; NULL: the settings), an
+allow-list of the tools offered (NULL: all) and the tools the user approves first (PROV-6).
 """
 
 from __future__ import annotations
@@ -91,6 +93,12 @@ def save_server(
         row.url = str(fields["url"])
     if "enabled" in fields and fields["enabled"] is not None:
         row.enabled = bool(fields["enabled"])
+    for name, (low, high) in TIMEOUTS.items():
+        if name in fields:
+            setattr(row, name, _timeout(name, fields[name], low, high))
+    for name in ("allowed_tools", "ask_first_tools"):
+        if name in fields:
+            setattr(row, name, _tool_names(name, fields[name]))
     if "headers" in fields or "bearer_token" in fields:
         headers = _headers(fields)
         row.headers_ciphertext = (
@@ -104,6 +112,31 @@ def save_server(
     except IntegrityError:
         raise Conflict("An MCP server with this name already exists.") from None
     return row
+
+
+#: Allowed seconds for the per-server timeouts (PROV-3).
+TIMEOUTS = {"connect_timeout": (0.1, 600.0), "call_timeout": (0.1, 86_400.0)}
+MAX_TOOL_NAMES = 1000
+
+
+def _timeout(name: str, value: Any, low: float, high: float) -> float | None:
+    if value is None:
+        return None  # the setting's default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InvalidInput(f"{name}: seconds from {low:g} to {high:g}, or null for the default")
+    return float(value)
+
+
+def _tool_names(name: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list | tuple)
+        or len(value) > MAX_TOOL_NAMES
+        or not all(isinstance(v, str) and 0 < len(v) <= 300 for v in value)
+    ):
+        raise InvalidInput(f"{name}: a list of tool names, or null")
+    return sorted(set(value))
 
 
 def delete_server(session: Session, row: McpServer) -> None:
@@ -121,12 +154,32 @@ def connection(row: McpServer, secrets: SecretBox) -> McpConnection:
     return McpConnection(row.id, row.name, row.url, decrypt_headers(row, secrets))
 
 
-def public_view(row: McpServer) -> dict[str, Any]:
+#: The health of a server this process has no session for (yet).
+NO_HEALTH: dict[str, Any] = {
+    "state": "not_connected",
+    "last_error": None,
+    "last_error_at": None,
+    "last_success_at": None,
+    "tool_count": None,
+    "tools": [],
+}
+
+
+def public_view(row: McpServer, health: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What administrators see: never the headers.  ``health`` is this process's view of the
+    server's session (PROV-3): state, last error and when, last success, the tools listed."""
+    if health is None:
+        health = {**NO_HEALTH, "state": "not_connected" if row.enabled else "disabled"}
     return {
         "id": row.id,
         "name": row.name,
         "url": row.url,
         "enabled": row.enabled,
         "has_headers": row.headers_ciphertext is not None,
+        "connect_timeout": row.connect_timeout,
+        "call_timeout": row.call_timeout,
+        "allowed_tools": row.allowed_tools,
+        "ask_first_tools": row.ask_first_tools or [],
+        "health": dict(health),
         "created_at": iso(row.created_at),
     }

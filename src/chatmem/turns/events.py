@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-EventType = Literal["delta", "tool_call", "tool_result", "compaction", "done", "error"]
+EventType = Literal["delta", "tool_call", "approval", "tool_result", "compaction", "done", "error"]
 
 #: After one of these nothing more is emitted for the run; watchers stop.
 TERMINAL: frozenset[str] = frozenset({"done", "error"})

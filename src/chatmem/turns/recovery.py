@@ -7,7 +7,8 @@ For each such run, in one transaction:
   the user saw is kept;
 - every tool call recorded ``started`` without a result becomes ``unknown``, and gets a tool
   message saying so, so the call is never separated from a result (CTX-20) and is never made
-  again automatically;
+  again automatically; an "ask first" call still ``waiting`` for the user was never made
+  (``not_run``, PROV-6);
 - the run ends ``interrupted`` with a final ``error`` event (code ``interrupted``), so
   watchers replaying its events see it end.
 
@@ -33,6 +34,7 @@ UNKNOWN_TOOL_RESULT = (
     "The result of this tool call is unknown: the server restarted while it ran. It was not "
     "repeated automatically."
 )
+NOT_MADE_TOOL_RESULT = "Not run: the server restarted before this tool call was approved."
 
 
 def running_runs(session: Session) -> list[Run]:
@@ -88,9 +90,16 @@ def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -
 
 def _mark_unknown_tool_calls(session: Session, run: Run, conversation: Conversation) -> None:
     started = session.scalars(
-        select(ToolCallRow).where(ToolCallRow.run_id == run.id, ToolCallRow.status == "started")
+        select(ToolCallRow).where(
+            ToolCallRow.run_id == run.id, ToolCallRow.status.in_(("started", "waiting"))
+        )
     ).all()
     for call in started:
+        status, text = (
+            ("not_run", NOT_MADE_TOOL_RESULT)
+            if call.status == "waiting"
+            else ("unknown", UNKNOWN_TOOL_RESULT)
+        )
         answered = session.scalar(
             select(Message.id).where(
                 Message.conversation_id == conversation.id,
@@ -103,8 +112,8 @@ def _mark_unknown_tool_calls(session: Session, run: Run, conversation: Conversat
                 session,
                 conversation,
                 "tool",
-                UNKNOWN_TOOL_RESULT,
+                text,
                 tool_call_id=call.call_id,
-                meta={"run_id": run.id, "tool": call.name, "status": "unknown"},
+                meta={"run_id": run.id, "tool": call.name, "status": status},
             )
-        runs.tool_finished(session, call.id, "unknown", UNKNOWN_TOOL_RESULT)
+        runs.tool_finished(session, call.id, status, text)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -39,12 +40,13 @@ from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.types import new_id
 from chatmem.turns import runs
+from chatmem.turns.approvals import Approvals
 from chatmem.turns.compaction import ModelClients, run_fold
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.dbwork import read, work
 from chatmem.turns.inputs import TurnInputs, load_inputs, store_message
 from chatmem.turns.journal import EventJournal
-from chatmem.turns.tools import ToolBox, ToolOutcome
+from chatmem.turns.tools import ToolBox, ToolOutcome, ToolRoute
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,9 @@ UNKNOWN_RESULT = (
     "repeated automatically."
 )
 NOT_RUN = "Not run: the per-turn limit of {limit} tool calls was reached."
+NOT_MADE = "Not run: the turn was {why} before this tool call was made."
+REFUSED = "Not run: the user refused this tool call."
+NOT_ANSWERED = "Not run: the user did not approve this tool call in time."
 
 
 class _Stopped(Exception):
@@ -118,8 +123,10 @@ class TurnRunner:
         model_factory: Callable[[TurnInputs], Any],
         secrets: Any = None,
         clients: ModelClients | None = None,
+        approvals: Approvals | None = None,
     ) -> None:
         self._secrets = secrets
+        self._approvals = approvals or Approvals()
         self._clients = clients
         self.job = job
         self._db = db
@@ -365,51 +372,106 @@ class TurnRunner:
                     await self._tool_result(skipped, NOT_RUN.format(limit=limit), "failed", None)
                 return False
             self._tally.tool_calls += 1
-            server_id = toolbox.server_for(call.name)
-            await self._journal.emit(
-                "tool_call",
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments,
-                    "message_id": self._tally.last_message_id,
-                },
-            )
-            row_id = await self._db_call(
-                _tool_started_row,
-                dict(
-                    run_id=self.job.run_id,
-                    conversation_id=self.job.conversation_id,
-                    call_id=call.id,
-                    name=call.name,
-                    arguments=call.arguments,
-                    message_id=self._tally.last_message_id,
-                    server_id=server_id,
-                ),
-            )
-            await self._journal.flush()
             try:
-                outcome: ToolOutcome = await self._race_stop(
-                    toolbox.call(call.name, call.arguments)
-                )
+                await self._tool(toolbox, call)
             except _Stopped:
-                await self._tool_result(
-                    call, UNKNOWN_RESULT.format(why="stopped"), "unknown", row_id
-                )
+                # Every call gets its result (CTX-20): the ones after it were never made.
+                for rest in calls[index + 1 :]:
+                    await self._tool_result(rest, NOT_MADE.format(why="stopped"), "not_run", None)
                 raise
-            await self._tool_result(
-                call, outcome.text, "failed" if outcome.is_error else "completed", row_id
-            )
         return True
 
+    async def _tool(self, toolbox: ToolBox, call: ToolCall) -> None:
+        """One call: recorded before it is made (TURN-3), approved first when the server's
+        policy says so (PROV-6), made through the server's link, its result stored."""
+        route = toolbox.route(call.name)
+        await self._journal.emit(
+            "tool_call",
+            {
+                "id": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+                "message_id": self._tally.last_message_id,
+                "server": route.server_name if route else None,
+            },
+        )
+        ask = route is not None and route.ask_first
+        row_id = await self._db_call(
+            _tool_started_row,
+            dict(
+                run_id=self.job.run_id,
+                conversation_id=self.job.conversation_id,
+                call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                message_id=self._tally.last_message_id,
+                server_id=route.server_id if route else None,
+                server_name=route.server_name if route else None,
+                tool=route.tool if route else None,
+                user_id=self.job.user_id,
+                status="waiting" if ask else "started",
+            ),
+        )
+        await self._journal.flush()
+        if ask and route is not None and not await self._approved(call, route, row_id):
+            return
+        began = time.monotonic()
+        try:
+            outcome: ToolOutcome = await self._race_stop(toolbox.call(call.name, call.arguments))
+        except _Stopped:
+            await self._tool_result(
+                call, UNKNOWN_RESULT.format(why="stopped"), "unknown", row_id, _since(began)
+            )
+            raise
+        status = "unknown" if outcome.unknown else "failed" if outcome.is_error else "completed"
+        await self._tool_result(call, outcome.text, status, row_id, _since(began))
+
+    async def _approved(self, call: ToolCall, route: ToolRoute, row_id: str) -> bool:
+        """PROV-6: shows the call and waits for the user's answer (the run stays
+        ``running``); True when approved.  A refusal (or no answer in time) is the call's
+        result, so the model learns the user said no."""
+        run_id = self.job.run_id
+        waiting = {
+            "tool_call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "server": route.server_name,
+            "tool": route.tool,
+        }
+        await self._db_call(runs.set_waiting, run_id, waiting)
+        await self._journal.emit("approval", {**waiting, "status": "waiting"})
+        await self._journal.flush()
+        try:
+            decision = await self._race_stop(
+                self._approvals.wait(
+                    self._db, run_id, call.id, row_id, self._settings.tool_approval_timeout
+                )
+            )
+        except _Stopped:
+            await self._tool_result(call, NOT_MADE.format(why="stopped"), "not_run", row_id)
+            raise
+        await self._db_call(runs.set_waiting, run_id, None)
+        await self._journal.emit("approval", {**waiting, "status": decision})
+        if decision == "approved":
+            await self._db_call(runs.tool_approved, row_id)
+            return True
+        text = REFUSED if decision == "refused" else NOT_ANSWERED
+        await self._tool_result(call, text, "refused", row_id)
+        return False
+
     async def _tool_result(
-        self, call: ToolCall, text: str, status: str, row_id: str | None
+        self,
+        call: ToolCall,
+        text: str,
+        status: str,
+        row_id: str | None,
+        duration_ms: int | None = None,
     ) -> None:
         message_id = await self._store(
             "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
         )
         if row_id is not None:
-            await self._db_call(_tool_finished_row, row_id, status, text)
+            await self._db_call(_tool_finished_row, row_id, status, text, duration_ms)
         await self._journal.emit(
             "tool_result",
             {
@@ -483,8 +545,15 @@ def _tool_started_row(session: Any, data: dict[str, Any]) -> str:
     return runs.tool_started(session, **data)
 
 
-def _tool_finished_row(session: Any, row_id: str, status: str, result: str) -> None:
-    runs.tool_finished(session, row_id, status, result)
+def _tool_finished_row(
+    session: Any, row_id: str, status: str, result: str, duration_ms: int | None
+) -> None:
+    runs.tool_finished(session, row_id, status, result, duration_ms)
+
+
+def _since(began: float) -> int:
+    """Milliseconds since ``began`` (``time.monotonic()``)."""
+    return round((time.monotonic() - began) * 1000)
 
 
 class _suppress_all:

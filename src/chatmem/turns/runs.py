@@ -7,15 +7,17 @@ answers exactly like a missing one (STORE-1).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, func, insert, null, or_, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import NotFound
 from chatmem.store.db import connection_of
+from chatmem.store.tables.accounts import User
 from chatmem.store.tables.runs import Run, RunEventRow, ToolCallRow, UsageRow
 from chatmem.store.types import iso, new_id, utcnow
 from chatmem.turns.events import RunEvent
@@ -86,6 +88,7 @@ _FINISH = (
         error_message=bindparam("new_error_message"),
         note=bindparam("new_note"),
         finished_at=bindparam("now"),
+        waiting=null(),
     )
 )
 
@@ -214,17 +217,28 @@ def tool_started(
     arguments: str,
     message_id: str | None,
     server_id: str | None,
+    user_id: str | None = None,
+    server_name: str | None = None,
+    tool: str | None = None,
+    status: str = "started",
 ) -> str:
-    """Record a tool call *before* it is made, so a crash leaves evidence (TURN-3)."""
+    """Record a tool call *before* it is made, so a crash leaves evidence (TURN-3); an "ask
+    first" call is recorded ``waiting`` (PROV-6).  The arguments are kept with their SHA-256
+    digest, which the administrators' list shows."""
+    assert status in ("started", "waiting")
     row = ToolCallRow(
         run_id=run_id,
         conversation_id=conversation_id,
         call_id=call_id,
         name=name,
         arguments=arguments,
+        arguments_sha256=hashlib.sha256(arguments.encode("utf-8")).hexdigest(),
         message_id=message_id,
         server_id=server_id,
-        status="started",
+        server_name=server_name,
+        tool=tool,
+        user_id=user_id,
+        status=status,
         started_at=utcnow(),
     )
     session.add(row)
@@ -232,12 +246,80 @@ def tool_started(
     return row.id
 
 
-def tool_finished(session: Session, row_id: str, status: str, result: str) -> None:
+def tool_finished(
+    session: Session, row_id: str, status: str, result: str, duration_ms: int | None = None
+) -> None:
     session.execute(
         update(ToolCallRow)
         .where(ToolCallRow.id == row_id)
-        .values(status=status, result=result, finished_at=utcnow())
+        .values(status=status, result=result, finished_at=utcnow(), duration_ms=duration_ms)
     )
+
+
+def tool_approved(session: Session, row_id: str) -> None:
+    """An "ask first" call the user approved is about to be made."""
+    session.execute(update(ToolCallRow).where(ToolCallRow.id == row_id).values(status="started"))
+
+
+def set_waiting(session: Session, run_id: str, waiting: dict[str, Any] | None) -> None:
+    """PROV-6: the call a running turn waits on (shown in the run's JSON), or None."""
+    value = waiting if waiting is not None else null()
+    session.execute(update(Run).where(Run.id == run_id).values(waiting=value))
+
+
+def tool_call_page(
+    session: Session,
+    *,
+    limit: int = 100,
+    before: str | None = None,
+    user_id: str | None = None,
+    server_id: str | None = None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The administrators' list (PROV-6): newest first, ``limit`` rows after the cursor
+    ``before`` (a row id from the previous page); returns the rows and the next cursor."""
+    query = select(ToolCallRow, User.name).outerjoin(User, User.id == ToolCallRow.user_id)
+    if user_id is not None:
+        query = query.where(ToolCallRow.user_id == user_id)
+    if server_id is not None:
+        query = query.where(ToolCallRow.server_id == server_id)
+    if before is not None:
+        anchor = session.get(ToolCallRow, before)
+        if anchor is not None:
+            query = query.where(
+                or_(
+                    ToolCallRow.started_at < anchor.started_at,
+                    and_(ToolCallRow.started_at == anchor.started_at, ToolCallRow.id < anchor.id),
+                )
+            )
+    rows = session.execute(
+        query.order_by(ToolCallRow.started_at.desc(), ToolCallRow.id.desc()).limit(limit + 1)
+    ).all()
+    items = [tool_call_public(row, name) for row, name in rows[:limit]]
+    return items, (items[-1]["id"] if len(rows) > limit else None)
+
+
+def tool_call_public(row: ToolCallRow, user_name: str | None) -> dict[str, Any]:
+    """One recorded call: who, when, where, what (the arguments' digest), how it ended."""
+    return {
+        "id": row.id,
+        "user": {"id": row.user_id, "name": user_name},
+        "run_id": row.run_id,
+        "conversation_id": row.conversation_id,
+        "call_id": row.call_id,
+        "server": {"id": row.server_id, "name": row.server_name},
+        "tool": row.tool or row.name,
+        "name": row.name,
+        "arguments_sha256": row.arguments_sha256,
+        "status": row.status,
+        "decision": (
+            {"decision": row.decision, "by": row.decided_by, "at": iso(row.decided_at)}
+            if row.decision
+            else None
+        ),
+        "started_at": iso(row.started_at),
+        "finished_at": iso(row.finished_at),
+        "duration_ms": row.duration_ms,
+    }
 
 
 def run_tool_calls(session: Session, run_id: str) -> list[ToolCallRow]:
@@ -333,6 +415,8 @@ def run_public(run: Run) -> dict[str, Any]:
         "cost": round(run.cost, 8),
         "currency": "USD",
         "last_event_id": run.last_seq,
+        # PROV-6: the "ask first" tool call the turn waits on (it stays ``running``).
+        "waiting": run.waiting if run.status == "running" else None,
         "created_at": iso(run.created_at),
         "finished_at": iso(run.finished_at),
     }

@@ -36,6 +36,7 @@ from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import File
 from chatmem.store.types import new_id, utcnow
 from chatmem.turns import recovery, runs, usage
+from chatmem.turns.approvals import Approvals, Decision, decide
 from chatmem.turns.compaction import ModelClients
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
@@ -43,8 +44,9 @@ from chatmem.turns.dbwork import quick_work, read, work
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import TurnInputs, load_inputs, owned_conversation_row
 from chatmem.turns.journal import EventJournal
+from chatmem.turns.mcp_links import McpPool
 from chatmem.turns.runner import TurnJob, TurnRunner
-from chatmem.turns.tools import McpToolBox, ToolBox, load_mcp_servers
+from chatmem.turns.tools import ToolBox, load_mcp_servers
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,14 @@ class TurnService:
         self._servers: dict[str, list[Any]] = {}  # run id -> MCP servers read at admission
         self._opening: dict[str, asyncio.Future[None]] = {}  # run id -> coordinator.open_run
         self._owners: dict[str, str] = {}  # run id -> user id, while the run's task lives
+        #: PROV-3: one long-lived session per enabled MCP server, for the app's life.
+        self.mcp = McpPool(
+            EndpointPolicy.from_settings(settings),
+            refresh=settings.mcp_refresh_interval,
+            first_wait=settings.mcp_first_wait,
+        )
+        self._mcp_sync: asyncio.Task[None] | None = None
+        self.approvals = Approvals()
 
     @classmethod
     def from_settings(cls, db: Database, settings: Settings, secrets: Any = None) -> TurnService:
@@ -117,6 +127,7 @@ class TurnService:
         ).start()
         await self.coordinator.start()
         await self.recover()
+        self.sync_mcp_servers()  # connect in the background: the first turn finds them ready
         self._background = asyncio.create_task(
             self._heartbeat_loop(), name="chatmem-turns-heartbeat"
         )
@@ -138,6 +149,7 @@ class TurnService:
                 await self._db(recovery.interrupt_run, run_id, message=SHUTDOWN_MESSAGE)
         await self.coordinator.close()
         await self.clients.aclose()
+        await self.mcp.aclose()
 
     async def wait_idle(self, timeout: float = 30.0) -> None:
         """Waits until no turn runs in this process (tests, benchmarks)."""
@@ -185,12 +197,23 @@ class TurnService:
     async def _default_toolbox(self, servers: list[Any] | None = None) -> ToolBox:
         if servers is None:
             servers = await self._read(load_mcp_servers, self.settings, self.secrets)
-        if not servers:
-            self.known_tools = []
-            return ToolBox()
-        box = await McpToolBox.open(servers, EndpointPolicy.from_settings(self.settings))
-        self.known_tools = list(box.schemas)
+        # PROV-3: the cached tools of the servers ready now; a hung one costs nothing here.
+        box = await self.mcp.toolbox(servers)
+        self.known_tools = [dict(schema) for schema in box.schemas]
         return box
+
+    def sync_mcp_servers(self) -> None:
+        """Reads the enabled MCP servers and brings the links in line, in the background
+        (on the loop): after start-up and whenever an administrator changes a server."""
+
+        async def sync() -> None:
+            try:
+                servers = await self._read(load_mcp_servers, self.settings, self.secrets)
+                self.mcp.sync(servers)
+            except Exception:  # the next turn syncs again
+                log.exception("reading the MCP servers failed")
+
+        self._mcp_sync = asyncio.ensure_future(sync())
 
     # -- locks ------------------------------------------------------------------------------
     async def _take_lock(self, user_id: str, conversation_id: str, *, for_turn: bool) -> str:
@@ -389,6 +412,7 @@ class TurnService:
                 model_factory=self._model_factory,
                 secrets=self.secrets,
                 clients=self.clients,
+                approvals=self.approvals,
             )
             await runner.run()
         finally:
@@ -428,6 +452,14 @@ class TurnService:
                         await asyncio.sleep(0.1)
         run = await self._read(runs.owned_run, user_id, run_id)
         return runs.run_public(run)
+
+    async def decide(
+        self, user_id: str, run_id: str, call_id: str, decision: Decision
+    ) -> dict[str, Any]:
+        """PROV-6: the user's answer to an "ask first" tool call their turn waits on."""
+        run = await self._db(decide, user_id, run_id, call_id, decision)
+        self.approvals.nudge(run_id, call_id)
+        return cast(dict[str, Any], run)
 
     async def watch(
         self, user_id: str, run_id: str, after: int, *, owner_checked: bool = False

@@ -1,11 +1,15 @@
-"""MCP tools for a turn (TURN-4): discovery, the OpenAI tool schemas, and calls.
+"""MCP tools for a turn (TURN-4, PROV-3, PROV-6): the OpenAI tool schemas, and calls.
 
 Administrators register MCP servers (streamable HTTP; URL and headers stored encrypted by
-the profiles room).  For each turn a :class:`McpToolBox` connects to every enabled server
-through the MCP SDK's client, lists the tools, offers them to the model as OpenAI function
-schemas (the engine counts them in the plan's Tools row), and routes each call to the server
-that owns the tool.  A server that cannot be reached is skipped — its tools are simply not
-offered — so one broken server does not break every chat.
+the profiles room).  Each enabled server has one long-lived session owned by a
+:class:`~chatmem.turns.mcp_links.ServerLink` (kept by the turn service for the app's life);
+a turn gets a :class:`McpToolBox` — a snapshot of the tools the ready servers listed, as
+OpenAI function schemas (the engine counts them in the plan's Tools row) — and each call is
+routed to the link of the server that owns the tool.  A server that cannot be reached, or
+hangs, is simply not offered: one broken server does not break every chat.
+
+What is offered follows each server's policy (PROV-6): an allow-list of its tools (absent:
+all), and tools marked "ask first", which the runner pauses on until the user approves.
 
 Connections obey the endpoint policy (PROF-4): the SDK's HTTP client (httpx2) gets a network
 backend that resolves through :class:`~chatmem.models.ssrf.EndpointPolicy` and connects to
@@ -14,17 +18,19 @@ the address it checked, the same pinning the model client uses; redirects are no
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import ssl
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import anyio
+from typing import TYPE_CHECKING, Any
 
 from chatmem.models.ssrf import EndpointPolicy, connect_checked
+
+if TYPE_CHECKING:
+    from chatmem.turns.mcp_links import ServerLink
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +45,38 @@ class McpServerConfig:
     name: str
     url: str
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: PROV-3: seconds to connect and list the tools; seconds one call may take.
+    connect_timeout: float = 10.0
+    call_timeout: float = 120.0
+    #: PROV-6: the tools offered (None: all of them), and those the user approves first.
+    allowed_tools: frozenset[str] | None = None
+    ask_first_tools: frozenset[str] = frozenset()
+
+    @property
+    def connection_key(self) -> tuple[Any, ...]:
+        """What a session depends on: a change reconnects, a policy change does not."""
+        return (self.url, tuple(sorted(self.headers.items())), self.connect_timeout)
+
+    def offers(self, tool: str) -> bool:
+        return self.allowed_tools is None or tool in self.allowed_tools
 
 
 @dataclass(frozen=True)
 class ToolOutcome:
     text: str
     is_error: bool = False
+    #: The call may or may not have happened (it timed out): never repeated automatically.
+    unknown: bool = False
+
+
+@dataclass(frozen=True)
+class ToolRoute:
+    """Where an offered tool name leads (for the runner's record and its approval step)."""
+
+    server_id: str
+    server_name: str
+    tool: str
+    ask_first: bool = False
 
 
 class ToolBox:
@@ -52,14 +84,27 @@ class ToolBox:
 
     schemas: Sequence[Mapping[str, Any]] = ()
 
-    def server_for(self, name: str) -> str | None:
+    def route(self, name: str) -> ToolRoute | None:
         return None
+
+    def server_for(self, name: str) -> str | None:
+        route = self.route(name)
+        return route.server_id if route else None
 
     async def call(self, name: str, arguments: str) -> ToolOutcome:
         return ToolOutcome(f"Unknown tool {name!r}.", is_error=True)
 
     async def aclose(self) -> None:
         return None
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying context for every MCP connection: loading the CA bundle takes tens of
+    milliseconds, which each (re)connection would otherwise spend on the event loop."""
+    import httpx2
+
+    return httpx2.create_ssl_context(trust_env=False)
 
 
 def _pinned_http_client(policy: EndpointPolicy, headers: Mapping[str, str]) -> Any:
@@ -96,9 +141,10 @@ def _pinned_http_client(policy: EndpointPolicy, headers: Mapping[str, str]) -> A
         async def sleep(self, seconds: float) -> None:
             await self._inner.sleep(seconds)
 
-    transport = httpx2.AsyncHTTPTransport(trust_env=False)
+    ssl_context = _ssl_context()
+    transport = httpx2.AsyncHTTPTransport(verify=ssl_context, trust_env=False)
     transport._pool = httpcore2.AsyncConnectionPool(  # same pool, our network backend
-        ssl_context=httpx2.create_ssl_context() if hasattr(httpx2, "create_ssl_context") else None,
+        ssl_context=ssl_context,
         network_backend=PinnedBackend(),
     )
     return httpx2.AsyncClient(
@@ -127,62 +173,42 @@ def _result_text(result: Any) -> str:
 
 
 class McpToolBox(ToolBox):
-    """Sessions to the configured MCP servers, open for the duration of one turn."""
+    """The tools of the ready MCP servers for one turn: a snapshot of their cached lists,
+    filtered by each server's allow-list.  Calls go to the server's long-lived link; closing
+    the box closes nothing (the links belong to the turn service)."""
 
-    def __init__(self) -> None:
-        self._stack = contextlib.AsyncExitStack()
-        self._clients: dict[str, Any] = {}
-        self._routes: dict[str, tuple[str, str]] = {}  # offered name -> (server id, tool name)
+    def __init__(self, links: Sequence[ServerLink]) -> None:
+        self._links = {link.config.id: link for link in links}
+        self._routes: dict[str, ToolRoute] = {}
         self.schemas: list[dict[str, Any]] = []
+        for link in links:
+            config = link.config
+            for tool in link.tools:
+                if not config.offers(tool.name):
+                    continue
+                offered = _NAME_OK.sub("_", tool.name)[:64]
+                if offered in self._routes:
+                    offered = _NAME_OK.sub("_", f"{config.name}_{tool.name}")[:64]
+                self._routes[offered] = ToolRoute(
+                    config.id, config.name, tool.name, tool.name in config.ask_first_tools
+                )
+                self.schemas.append(
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": offered,
+                            "description": tool.description or "",
+                            "parameters": tool.input_schema or {"type": "object", "properties": {}},
+                        },
+                    }
+                )
 
-    @classmethod
-    async def open(
-        cls, servers: Iterable[McpServerConfig], policy: EndpointPolicy, *, timeout: float = 15.0
-    ) -> McpToolBox:
-        box = cls()
-        for server in servers:
-            try:
-                with anyio.fail_after(timeout):
-                    await box._connect(server, policy)
-            except Exception as exc:  # one broken server must not break the chat
-                log.warning("MCP server %s unavailable: %s", server.name, type(exc).__name__)
-        return box
-
-    async def _connect(self, server: McpServerConfig, policy: EndpointPolicy) -> None:
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
-
-        policy.check_syntax(server.url)
-        http = _pinned_http_client(policy, server.headers)
-        stack = contextlib.AsyncExitStack()
-        await stack.enter_async_context(http)
-        client = await stack.enter_async_context(
-            Client(streamable_http_client(server.url, http_client=http), mode="legacy")
-        )
-        listed = await client.list_tools()
-        self._stack.push_async_callback(stack.aclose)
-        self._clients[server.id] = client
-        for tool in listed.tools:
-            offered = _NAME_OK.sub("_", tool.name)[:64]
-            if offered in self._routes:
-                offered = _NAME_OK.sub("_", f"{server.name}_{tool.name}")[:64]
-            self._routes[offered] = (server.id, tool.name)
-            self.schemas.append(
-                {
-                    "type": "function",
-                    "function": {
-                        "name": offered,
-                        "description": tool.description or "",
-                        "parameters": tool.input_schema or {"type": "object", "properties": {}},
-                    },
-                }
-            )
-
-    def server_for(self, name: str) -> str | None:
-        route = self._routes.get(name)
-        return route[0] if route else None
+    def route(self, name: str) -> ToolRoute | None:
+        return self._routes.get(name)
 
     async def call(self, name: str, arguments: str) -> ToolOutcome:
+        from chatmem.turns.mcp_links import CallTimedOut, ServerUnavailable
+
         route = self._routes.get(name)
         if route is None:
             return ToolOutcome(f"Unknown tool {name!r}.", is_error=True)
@@ -192,18 +218,26 @@ class McpToolBox(ToolBox):
             return ToolOutcome("The tool arguments were not valid JSON.", is_error=True)
         if not isinstance(args, dict):
             return ToolOutcome("The tool arguments must be a JSON object.", is_error=True)
-        server_id, tool = route
         try:
-            result = await self._clients[server_id].call_tool(tool, args)
+            result = await self._links[route.server_id].call(route.tool, args)
+        except CallTimedOut as exc:
+            return ToolOutcome(
+                f"The tool did not answer within {exc.seconds:g} s. Its result is unknown; "
+                "it was not repeated automatically.",
+                is_error=True,
+                unknown=True,
+            )
+        except ServerUnavailable as exc:
+            return ToolOutcome(
+                f"The tool was not called: the MCP server {route.server_name!r} is "
+                f"unavailable ({exc.reason}).",
+                is_error=True,
+            )
         except Exception as exc:
             return ToolOutcome(
                 f"The tool failed: {type(exc).__name__}: {exc}"[:2000], is_error=True
             )
         return ToolOutcome(_result_text(result), is_error=bool(getattr(result, "is_error", False)))
-
-    async def aclose(self) -> None:
-        with contextlib.suppress(Exception):
-            await self._stack.aclose()
 
 
 def offered_schemas(boxes: Sequence[ToolBox]) -> list[Mapping[str, Any]]:
@@ -221,7 +255,17 @@ def load_mcp_servers(session: Any, settings: Any, secrets: Any) -> list[McpServe
         except Exception:
             log.warning("MCP server %s: stored headers cannot be decrypted; skipped", row.name)
             continue
+        allowed = row.allowed_tools
         configs.append(
-            McpServerConfig(id=conn.id, name=conn.name, url=conn.url, headers=dict(conn.headers))
+            McpServerConfig(
+                id=conn.id,
+                name=conn.name,
+                url=conn.url,
+                headers=dict(conn.headers),
+                connect_timeout=float(row.connect_timeout or settings.mcp_connect_timeout),
+                call_timeout=float(row.call_timeout or settings.mcp_call_timeout),
+                allowed_tools=frozenset(allowed) if allowed is not None else None,
+                ask_first_tools=frozenset(row.ask_first_tools or ()),
+            )
         )
     return configs

@@ -23,6 +23,7 @@ ROUTE_MODULES = [
     "files",
     "profiles",
     "mcp_servers",
+    "tool_calls",
     "compaction",
     "summary",
     "usage",

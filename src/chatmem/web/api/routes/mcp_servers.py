@@ -1,17 +1,23 @@
-"""``/api/v1/mcp-servers``: MCP servers, administrators only (TURN-4, PROF-4).
+"""``/api/v1/mcp-servers``: MCP servers, administrators only (TURN-4, PROF-4, PROV-3, PROV-6).
 
 The URL is checked with the endpoint policy; headers (or a bearer token) are encrypted and
-never returned — responses say ``has_headers``.
+never returned — responses say ``has_headers``.  Each server carries its timeouts, its tool
+policy (``allowed_tools``: null for all; ``ask_first_tools``) and its ``health`` as this
+process sees it (state, last error and when, last success, the tools it lists).  A change
+reconnects the server's session in the background at once.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+import anyio.from_thread
+from fastapi import APIRouter, Request, Response
 from pydantic import Field
+from sqlalchemy.orm import Session
 
 from chatmem.models import mcp_servers as repo
+from chatmem.store.tables.profiles import McpServer
 from chatmem.web.api.schemas import Body
 from chatmem.web.deps import AdminUser, DbSession
 from chatmem.web.model_deps import EndpointPolicyDep, SecretsDep
@@ -20,6 +26,10 @@ router = APIRouter(prefix="/api/v1/mcp-servers", tags=["mcp"])
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Url = Annotated[str, Field(min_length=1, max_length=2048)]
+Seconds = Annotated[float, Field(gt=0)]
+ToolNames = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=300)]], Field(max_length=1000)
+]
 
 
 class McpServerCreate(Body):
@@ -28,6 +38,10 @@ class McpServerCreate(Body):
     headers: dict[str, str] | None = None
     bearer_token: Annotated[str, Field(max_length=4096)] | None = None
     enabled: bool = True
+    connect_timeout: Seconds | None = None
+    call_timeout: Seconds | None = None
+    allowed_tools: ToolNames | None = None
+    ask_first_tools: ToolNames | None = None
 
 
 class McpServerUpdate(Body):
@@ -36,29 +50,58 @@ class McpServerUpdate(Body):
     headers: dict[str, str] | None = None
     bearer_token: Annotated[str, Field(max_length=4096)] | None = None
     enabled: bool | None = None
+    connect_timeout: Seconds | None = None
+    call_timeout: Seconds | None = None
+    allowed_tools: ToolNames | None = None
+    ask_first_tools: ToolNames | None = None
+
+
+def _view(request: Request, row: McpServer) -> dict[str, Any]:
+    turns = getattr(request.app.state, "turns", None)
+    health = turns.mcp.status(row.id) if turns is not None and row.enabled else None
+    return repo.public_view(row, health)
+
+
+def _changed(request: Request, session: Session) -> None:
+    """Commits, then lets the turn service bring its sessions in line (in the background)."""
+    session.commit()
+    turns = getattr(request.app.state, "turns", None)
+    if turns is not None:
+        anyio.from_thread.run_sync(turns.sync_mcp_servers)
 
 
 @router.get("")
-def list_servers(_: AdminUser, session: DbSession) -> dict[str, Any]:
-    return {"items": [repo.public_view(s) for s in repo.list_servers(session)]}
+def list_servers(request: Request, _: AdminUser, session: DbSession) -> dict[str, Any]:
+    return {"items": [_view(request, s) for s in repo.list_servers(session)]}
+
+
+@router.get("/{server_id}")
+def get_server(
+    server_id: str, request: Request, _: AdminUser, session: DbSession
+) -> dict[str, Any]:
+    return _view(request, repo.get_server(session, server_id))
 
 
 @router.post("", status_code=201)
 def create_server(
     body: McpServerCreate,
+    request: Request,
     _: AdminUser,
     session: DbSession,
     secrets: SecretsDep,
     policy: EndpointPolicyDep,
 ) -> dict[str, Any]:
     fields = body.model_dump(exclude_unset=True)
-    return repo.public_view(repo.save_server(session, secrets, policy, fields))
+    row = repo.save_server(session, secrets, policy, fields)
+    _changed(request, session)
+    return _view(request, row)
 
 
 @router.patch("/{server_id}")
 def change_server(
     server_id: str,
     body: McpServerUpdate,
+    request: Request,
     _: AdminUser,
     session: DbSession,
     secrets: SecretsDep,
@@ -66,10 +109,13 @@ def change_server(
 ) -> dict[str, Any]:
     row = repo.get_server(session, server_id)
     fields = body.model_dump(exclude_unset=True)
-    return repo.public_view(repo.save_server(session, secrets, policy, fields, row))
+    row = repo.save_server(session, secrets, policy, fields, row)
+    _changed(request, session)
+    return _view(request, row)
 
 
 @router.delete("/{server_id}", status_code=204)
-def delete_server(server_id: str, _: AdminUser, session: DbSession) -> Response:
+def delete_server(server_id: str, request: Request, _: AdminUser, session: DbSession) -> Response:
     repo.delete_server(session, repo.get_server(session, server_id))
+    _changed(request, session)
     return Response(status_code=204)

@@ -31,6 +31,22 @@ async def stop_run(run_id: str, request: Request, user_id: UserId) -> dict[str, 
     return await turn_service(request).stop(user_id, run_id)
 
 
+@router.post("/{run_id}/tool-calls/{call_id}/approve")
+async def approve_tool_call(
+    run_id: str, call_id: str, request: Request, user_id: UserId
+) -> dict[str, Any]:
+    """PROV-6: the turn waiting on this "ask first" call makes it; answers the run."""
+    return await turn_service(request).decide(user_id, run_id, call_id, "approved")
+
+
+@router.post("/{run_id}/tool-calls/{call_id}/refuse")
+async def refuse_tool_call(
+    run_id: str, call_id: str, request: Request, user_id: UserId
+) -> dict[str, Any]:
+    """PROV-6: the call is not made; its result tells the model the user refused it."""
+    return await turn_service(request).decide(user_id, run_id, call_id, "refused")
+
+
 def _cursor(value: str | None) -> int:
     if value is None or value == "":
         return 0

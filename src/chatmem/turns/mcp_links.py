@@ -1,0 +1,399 @@
+"""MCP server links: one long-lived session per server, owned by one task (PROV-3).
+
+Theory of operation
+-------------------
+Each enabled MCP server has a :class:`ServerLink` for the life of the app; the turn service
+keeps them in an :class:`McpPool`.  A link is one asyncio task that owns everything of its
+session — the HTTP client, the SDK ``Client`` with its task group, and a task group of its
+own for the calls — so no cancel scope is ever entered in one task and left in another::
+
+    connect and list the tools (deadline: the connect timeout)
+      → serve calls; list the tools again every ``refresh`` seconds, or at once after a
+        call failed in a way that may mean the server is gone
+      → any failure: record it, fail what waits, back off (1 s doubling to a minute),
+        connect again.
+
+Callers never touch the session.  A turn asks the pool for the tools that are ready *now*
+(:meth:`McpPool.toolbox`: the cached lists of the ready links; a link still on its very
+first connection is waited for at most ``first_wait`` seconds after it was created, so a
+hung server costs one turn that much, once).  A call is a request put on the link's memory
+channel with a future for its answer.  It has a deadline (the server's call timeout), and a
+caller that goes away (Stop) cancels just that call's scope inside the link and returns at
+once: nothing a tool server does can hold a turn.
+
+Health.  Each link keeps its state, its last error (with the time), its last success and the
+number of tools it lists, for the administrators (``GET /api/v1/mcp-servers``).  The log
+names a server only when it fails (once per distinct reason) and when it recovers; a healthy
+server is never mentioned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from chatmem.models.ssrf import EndpointPolicy
+from chatmem.store.types import iso, utcnow
+from chatmem.turns.tools import McpServerConfig, McpToolBox, ToolBox, _pinned_http_client
+
+log = logging.getLogger(__name__)
+
+LinkState = Literal["connecting", "ready", "failed"]
+
+#: Seconds between two connection attempts after a failure: doubles from the first to the last.
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 60.0
+#: Pages of ``tools/list`` read at most (a server that pages forever cannot hang a link).
+LIST_PAGES = 50
+#: Seconds a closing link may take to say goodbye to its server before it is abandoned.
+CLOSE_WAIT = 2.0
+
+
+class ServerUnavailable(Exception):
+    """The server is not connected (or went away during the call); the tool was not run."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CallTimedOut(Exception):
+    """The call had no answer within the server's call timeout: its result is unknown."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no answer within {seconds:g} s")
+        self.seconds = seconds
+
+
+@dataclass
+class Health:
+    """What an administrator sees of one server (PROV-3)."""
+
+    state: LinkState = "connecting"
+    last_error: str | None = None
+    last_error_at: datetime | None = None
+    last_success_at: datetime | None = None
+    tool_count: int | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "last_error": self.last_error,
+            "last_error_at": iso(self.last_error_at),
+            "last_success_at": iso(self.last_success_at),
+            "tool_count": self.tool_count,
+        }
+
+
+@dataclass
+class _Call:
+    """One tool call handed to a link: the caller awaits ``future``."""
+
+    tool: str
+    arguments: dict[str, Any]
+    future: asyncio.Future[Any]
+    scope: anyio.CancelScope | None = None
+    abandoned: bool = False
+
+    def abandon(self) -> None:
+        """The caller went away (Stop): end the call inside the link, without waiting."""
+        self.abandoned = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+    def answer(self, result: Any = None, error: BaseException | None = None) -> None:
+        if self.future.done():
+            return
+        if error is not None:
+            self.future.set_exception(error)
+        else:
+            self.future.set_result(result)
+
+
+def describe(exc: BaseException) -> str:
+    """A short reason for the log and the health view (never headers: they hold secrets)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError):
+        return str(exc) or "timed out"
+    text = str(exc).strip() or type(exc).__name__
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and message:
+        text = message
+    return f"{type(exc).__name__}: {text}"[:300]
+
+
+HttpFactory = Callable[[EndpointPolicy, Any], Any]
+
+
+class ServerLink:
+    """One MCP server's session, owned by one task (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: McpServerConfig,
+        policy: EndpointPolicy,
+        *,
+        refresh: float = 60.0,
+        http_factory: HttpFactory = _pinned_http_client,
+    ) -> None:
+        #: Replaced in place when only the policy changes (allow-list, ask first, call timeout).
+        self.config = config
+        self.health = Health()
+        self.tools: tuple[Any, ...] = ()
+        #: Set once the first connection attempt ended, whichever way.
+        self.settled = asyncio.Event()
+        self.created = time.monotonic()
+        self._policy = policy
+        self._refresh = refresh
+        self._http_factory = http_factory
+        self._send, self._receive = anyio.create_memory_object_stream[_Call](max_buffer_size=1024)
+        self._probe = asyncio.Event()
+        self._scope = anyio.CancelScope()
+        self._task: asyncio.Task[None] | None = None
+        self._logged: str | None = None  # the failure last logged, so it is logged once
+
+    @property
+    def ready(self) -> bool:
+        return self.health.state == "ready"
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"chatmem-mcp-{self.config.name}")
+
+    async def aclose(self) -> None:
+        """Ends the session; waits at most :data:`CLOSE_WAIT` for a server that hangs."""
+        self._scope.cancel()
+        self._send.close()
+        task = self._task
+        if task is None or task.done():
+            return
+        await asyncio.wait({task}, timeout=CLOSE_WAIT)
+        if not task.done():
+            task.cancel()
+
+    # -- the caller's side ----------------------------------------------------------------
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """The tool's result (the SDK's ``CallToolResult``).  Raises
+        :class:`ServerUnavailable` or :class:`CallTimedOut`; a cancelled caller cancels the
+        call inside the link and leaves at once."""
+        if not self.ready:
+            raise ServerUnavailable(self.health.last_error or "not connected yet")
+        call = _Call(tool, arguments, asyncio.get_running_loop().create_future())
+        try:
+            self._send.send_nowait(call)
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise ServerUnavailable("too many calls waiting") from None
+        try:
+            return await call.future
+        except asyncio.CancelledError:
+            call.abandon()
+            raise
+
+    # -- the link's task ------------------------------------------------------------------
+    async def _run(self) -> None:
+        delay = BACKOFF_FIRST
+        with self._scope:
+            while True:
+                try:
+                    await self._session()
+                    reason = "the server ended the session"
+                except Exception as exc:
+                    reason = describe(exc)
+                if self.health.last_success_at is not None and self.health.state == "ready":
+                    delay = BACKOFF_FIRST  # it worked for a while: try again soon
+                self._failed(reason)
+                # Calls that arrive while the server is away fail at once.
+                with anyio.move_on_after(delay):
+                    async for call in self._receive:
+                        call.answer(error=ServerUnavailable(reason))
+                    return  # the channel was closed: the link is closing
+                delay = min(delay * 2, BACKOFF_MAX)
+
+    async def _session(self) -> None:
+        config = self.config
+        self._policy.check_syntax(config.url)
+        # Built in a worker thread: the first one loads the CA bundle (tens of milliseconds
+        # the event loop, and every turn on it, would otherwise wait).
+        http = await anyio.to_thread.run_sync(self._http_factory, self._policy, config.headers)
+        # One scope around the whole session, entered and left in this task: its deadline is
+        # the connect timeout until the tools are listed, then lifted.
+        with anyio.CancelScope(deadline=anyio.current_time() + config.connect_timeout) as limit:
+            async with (
+                http,
+                Client(
+                    streamable_http_client(config.url, http_client=http), mode="legacy"
+                ) as client,
+            ):
+                self._listed(await _list_tools(client))
+                limit.deadline = math.inf
+                async with anyio.create_task_group() as calls:
+                    calls.start_soon(self._keep_listing, client)
+                    async for call in self._receive:
+                        calls.start_soon(self._serve, client, call)
+                    calls.cancel_scope.cancel()  # closing: the lister ends too
+        if limit.cancelled_caught:
+            raise TimeoutError(f"no answer within {config.connect_timeout:g} s (connect timeout)")
+
+    async def _keep_listing(self, client: Any) -> None:
+        """Lists the tools again every ``refresh`` seconds, or when a call failed oddly; a
+        listing that fails (or hangs past the connect timeout) ends the session."""
+        while True:
+            with anyio.move_on_after(self._refresh):
+                await self._probe.wait()
+            self._probe.clear()
+            with anyio.fail_after(self.config.connect_timeout):
+                tools = await _list_tools(client)
+            self._listed(tools)
+
+    async def _serve(self, client: Any, call: _Call) -> None:
+        if call.abandoned or call.future.done():
+            return
+        timeout = self.config.call_timeout
+        call.scope = scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+        try:
+            with scope:
+                result = await client.call_tool(call.tool, call.arguments)
+        except anyio.get_cancelled_exc_class():
+            # The session is going away under the call: it was not answered.
+            call.answer(error=ServerUnavailable("the connection was lost during the call"))
+            raise
+        except Exception as exc:
+            call.answer(error=exc)
+            self._probe.set()  # is the server still there?  The lister finds out.
+            return
+        if scope.cancelled_caught:
+            call.answer(error=CallTimedOut(timeout))
+            if not call.abandoned:
+                reason = f"tool {call.tool} had no answer within {timeout:g} s (call timeout)"
+                self._error(reason)
+                log.warning("MCP server %s: %s", self.config.name, reason)
+                self._probe.set()
+            return
+        self.health.last_success_at = utcnow()
+        call.answer(result)
+
+    # -- health ---------------------------------------------------------------------------
+    def _listed(self, tools: Sequence[Any]) -> None:
+        recovered = self._logged is not None
+        self.tools = tuple(tools)
+        self.health.state = "ready"
+        self.health.tool_count = len(self.tools)
+        self.health.last_success_at = utcnow()
+        self._logged = None
+        self.settled.set()
+        if recovered:
+            log.info(
+                "MCP server %s is reachable again (%d tools)", self.config.name, len(self.tools)
+            )
+
+    def _error(self, reason: str) -> None:
+        self.health.last_error = reason
+        self.health.last_error_at = utcnow()
+
+    def _failed(self, reason: str) -> None:
+        self.health.state = "failed"
+        self._error(reason)
+        self.settled.set()
+        if reason != self._logged:
+            self._logged = reason
+            log.warning("MCP server %s unavailable: %s", self.config.name, reason)
+
+
+async def _list_tools(client: Any) -> list[Any]:
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(LIST_PAGES):
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+@dataclass
+class McpPool:
+    """The links of the enabled MCP servers, for the app's life (the turn service's)."""
+
+    policy: EndpointPolicy
+    refresh: float = 60.0
+    first_wait: float = 0.25
+    http_factory: HttpFactory = _pinned_http_client
+    _links: dict[str, ServerLink] = field(default_factory=dict)
+    _closing: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def sync(self, configs: Sequence[McpServerConfig]) -> list[ServerLink]:
+        """Links for exactly these servers, in their order: a new server starts connecting, a
+        changed URL, header or connect timeout reconnects, a policy change applies at once,
+        and a server no longer listed is closed (in the background)."""
+        wanted = {config.id for config in configs}
+        for server_id in [s for s in self._links if s not in wanted]:
+            self._retire(self._links.pop(server_id))
+        links: list[ServerLink] = []
+        for config in configs:
+            link = self._links.get(config.id)
+            if link is not None and link.config.connection_key != config.connection_key:
+                self._retire(self._links.pop(config.id))
+                link = None
+            if link is None:
+                link = ServerLink(
+                    config, self.policy, refresh=self.refresh, http_factory=self.http_factory
+                )
+                link.start()
+                self._links[config.id] = link
+            else:
+                link.config = config
+            links.append(link)
+        return links
+
+    async def toolbox(self, configs: Sequence[McpServerConfig]) -> ToolBox:
+        """The tools of the servers ready now.  A server on its very first connection is
+        waited for until ``first_wait`` seconds after its link was created — never longer,
+        and only once."""
+        links = self.sync(configs)
+        if not links:
+            return ToolBox()
+        now = time.monotonic()
+        waiting = [
+            link
+            for link in links
+            if not link.settled.is_set() and link.created + self.first_wait > now
+        ]
+        if waiting:
+            until = max(link.created for link in waiting) + self.first_wait
+            with anyio.move_on_after(until - now):
+                for link in waiting:
+                    await link.settled.wait()
+        return McpToolBox([link for link in links if link.ready])
+
+    def status(self, server_id: str) -> dict[str, Any] | None:
+        """The server's health and the names of the tools it lists (None: no link here)."""
+        link = self._links.get(server_id)
+        if link is None:
+            return None
+        return {**link.health.public(), "tools": sorted(tool.name for tool in link.tools)}
+
+    def _retire(self, link: ServerLink) -> None:
+        task = asyncio.ensure_future(link.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def aclose(self) -> None:
+        for link in list(self._links.values()):
+            self._retire(link)
+        self._links.clear()
+        if self._closing:
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*self._closing, return_exceptions=True)
