@@ -60,6 +60,12 @@ def build_app(token: str | None) -> Any:
         return str(a + b)
 
     @server.tool()
+    def repeat(text: str, times: int) -> str:
+        """Return the text repeated (a large result from a small call)."""
+        CALLS["repeat"] += 1
+        return text * times
+
+    @server.tool()
     async def slow(seconds: float, label: str = "") -> str:
         """Sleep for a while, then answer (used to kill the server mid-call)."""
         CALLS["slow"] += 1

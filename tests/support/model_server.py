@@ -27,6 +27,7 @@ queue is empty the server answers ``default_reply`` (so UI tests need not script
         model_server.context_length_error("vllm", tokens=11251, window=8192)  # each wording
         model_server.large_reply(5_000_000)                # a huge answer in 16 KB chunks
         model_server.limit_context(8192, style="llama_cpp")  # count every request (server-wide)
+        model_server.report_usage(False)                   # no usage in any stream (server-wide)
         ...
         model_server.requests[-1].body["messages"]         # exactly what chatmem sent
         model_server.requests[-1].headers["authorization"]
@@ -53,6 +54,7 @@ and script it over HTTP with :class:`RemoteModelServer` (``POST /_control/script
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import socket
 import ssl
@@ -253,6 +255,10 @@ class _Scripting:
             "context",
             None if window is None else {"window": window, "style": style, "per_char": per_char},
         )
+
+    def report_usage(self, enabled: bool) -> None:
+        """Server-wide: ``False`` never sends usage in a stream, as llama.cpp's server."""
+        self._set_option("no_usage", None if enabled else True)
 
     def _set_option(self, name: str, value: Any) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -585,10 +591,9 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def handle(self) -> None:
-            try:
+            # The client may drop a kept-alive connection (a stopped stream): not an error.
+            with contextlib.suppress(ConnectionResetError, BrokenPipeError):
                 super().handle()
-            except (ConnectionResetError, BrokenPipeError):
-                pass  # the client dropped a kept-alive connection (a stopped stream)
 
         # -- helpers ---------------------------------------------------------------------------
         def _read_json(self) -> Any:
@@ -712,6 +717,8 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 server._stopping.wait(step.get("seconds"))
                 self.close_connection = True
             elif body.get("stream"):
+                if server.options.get("no_usage"):
+                    step = {**step, "report_usage": False}
                 self._stream(step, body)
             else:
                 self._send_json(200, _completion(step, body))

@@ -10,7 +10,11 @@ pages, not the history.  It relies on the
 falls back to an explicit seq list if it ever finds a gap.  The sequence reads through the
 session's (or the given) connection: plan while that transaction is open.
 
-Each message carries the cached token count for the profile's tokenizer (CTX-2).  Every
+Each message carries the cached token count for the profile's tokenizer (CTX-2), scaled by
+the profile's calibration factor when there is one (:class:`Scale`: a count cached when the
+message was stored is the raw count; the calibration learnt from the provider's reports, or
+from a context-length error naming the real count, PROV-2, applies to it as to any new
+text — so history is never counted with less than the provider counts).  Every
 statement here is built once with bind parameters and run on the Core connection: the loader
 runs at every turn step and every keystroke of the context endpoint, and building a
 statement costs SQLAlchemy more than SQLite takes to answer it.
@@ -18,11 +22,13 @@ statement costs SQLAlchemy more than SQLite takes to answer it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, overload
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import BigInteger, Connection, bindparam, cast, func, select
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import Conversation as EngineConversation
@@ -36,6 +42,35 @@ from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.tokens import column_for
 
 PAGE_SIZE = 32  # the newest page; older pages double in size
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A calibration factor as an exact ratio ``num / DEN`` (rounded up), applied to cached
+    counts as ``ceil(tokens * num / DEN)`` — in Python per message and in SQL for a backlog's
+    sum, with the same integers, so both agree to the token."""
+
+    num: int = 1000
+
+    DEN = 1000
+
+    @classmethod
+    def of(cls, factor: float) -> Scale:
+        if not math.isfinite(factor) or factor <= 1.0:
+            return cls()
+        return cls(math.ceil(factor * cls.DEN))
+
+    @property
+    def identity(self) -> bool:
+        return self.num == self.DEN
+
+    def apply(self, tokens: int | None) -> int | None:
+        if tokens is None or self.identity:
+            return tokens
+        return (tokens * self.num + self.DEN - 1) // self.DEN
+
+
+NO_SCALE = Scale()
 
 
 def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
@@ -75,12 +110,12 @@ def profile_visible(session: Session, user_id: str, profile_id: str) -> bool:
     return visible_profile_row(session, user_id, profile_id) is not None
 
 
-def _message_value(row: Any, tokens_column: str) -> EngineMessage:
+def _message_value(row: Any, tokens_column: str, scale: Scale = NO_SCALE) -> EngineMessage:
     return EngineMessage(
         id=row.id,
         role=row.role,
         content=row.content,
-        tokens=getattr(row, tokens_column),
+        tokens=scale.apply(getattr(row, tokens_column)),
         excluded=bool(row.excluded),
         tool_calls=tuple(
             ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments", "{}"))
@@ -144,8 +179,14 @@ _POSITION = select(Message.seq).where(
 
 
 @cache
-def _token_sum_statement(tokens_column: str) -> Any:
-    return select(func.coalesce(func.sum(getattr(Message, tokens_column)), 0)).where(
+def _token_sum_statement(tokens_column: str, scaled: bool = False) -> Any:
+    column: Any = getattr(Message, tokens_column)
+    if scaled:
+        # Scale.apply per row, in integers (both dialects divide integers exactly so).
+        column = (
+            cast(column, BigInteger) * bindparam("num", type_=BigInteger) + (Scale.DEN - 1)
+        ) // Scale.DEN
+    return select(func.coalesce(func.sum(column), 0)).where(
         Message.conversation_id == bindparam("cid"),
         Message.seq >= bindparam("low"),
         Message.seq < bindparam("high"),
@@ -189,10 +230,12 @@ class LazyMessages(Sequence[EngineMessage]):
         tokens_column: str,
         page_size: int = PAGE_SIZE,
         bounds: tuple[int | None, int | None] | None = None,
+        scale: Scale = NO_SCALE,
     ) -> None:
         self._connection = connection_of(session)  # statements run straight on the connection
         self._conversation_id = conversation_id
         self._tokens_column = tokens_column
+        self._scale = scale
         self._page_size = page_size
         self._pages: dict[int, list[EngineMessage]] = {}
         self._seqs: list[int] | None = None  # only after a gap was found
@@ -243,7 +286,7 @@ class LazyMessages(Sequence[EngineMessage]):
         if len(rows) != stop - start and self._seqs is None:
             self._use_explicit_seqs()
             return self._load_page(page)
-        return [_message_value(r, self._tokens_column) for r in rows]
+        return [_message_value(r, self._tokens_column, self._scale) for r in rows]
 
     def _use_explicit_seqs(self) -> None:
         self._seqs = list(
@@ -310,14 +353,17 @@ class LazyMessages(Sequence[EngineMessage]):
             return 0
         if self._seqs is not None:
             return sum(message.tokens or 0 for message in self[start:stop])
+        scaled = not self._scale.identity
+        params = {
+            "cid": self._conversation_id,
+            "low": self._first + start,
+            "high": self._first + stop,
+        }
+        if scaled:
+            params["num"] = self._scale.num
         return int(
             self._connection.execute(
-                _token_sum_statement(self._tokens_column),
-                {
-                    "cid": self._conversation_id,
-                    "low": self._first + start,
-                    "high": self._first + stop,
-                },
+                _token_sum_statement(self._tokens_column, scaled), params
             ).scalar()
             or 0
         )
@@ -347,16 +393,20 @@ def load_engine_conversation(
     bounds: tuple[int | None, int | None] | None = None,
     has_summary: bool = True,
     has_files: bool = True,
+    calibration: float = 1.0,
 ) -> EngineConversation:
     """The engine's view of a stored conversation, with counts for ``tokenizer``.
 
     What the caller already read in the same transaction saves a statement each:
     ``bounds``, the history's first and last ``seq`` (:func:`message_bounds`);
     ``has_summary``/``has_files`` False when the conversation has none
-    (:func:`conversation_extras`)."""
+    (:func:`conversation_extras`).  ``calibration``: the profile's factor (CTX-2), applied to
+    every cached count (messages, the summary, files) as the calibrated tokenizer applies it
+    to new text."""
     column = column_for(tokenizer)
     connection = connection_of(session)
-    messages = LazyMessages(connection, conversation_id, column, bounds=bounds)
+    scale = Scale.of(calibration)
+    messages = LazyMessages(connection, conversation_id, column, bounds=bounds, scale=scale)
     summary_row = latest_summary(connection, conversation_id) if has_summary else None
     summary = None
     if summary_row is not None and (
@@ -370,7 +420,7 @@ def load_engine_conversation(
             through=summary_row.through_message_id,
             version=summary_row.version,
             focus=summary_row.focus,
-            tokens=getattr(summary_row, column),
+            tokens=scale.apply(getattr(summary_row, column)),
         )
     files = [
         EngineFile(
@@ -379,7 +429,7 @@ def load_engine_conversation(
             content=f.content,
             message_id=f.message_id,
             state=f.state,
-            tokens=getattr(f, column),
+            tokens=scale.apply(getattr(f, column)),
             mime=f.mime,
         )
         for f in (connection.execute(_FILES, {"cid": conversation_id}) if has_files else ())

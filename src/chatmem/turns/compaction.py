@@ -74,7 +74,10 @@ def client_for(target: ModelTarget, settings: Settings) -> ModelClient:
     if target.endpoint is None:
         raise ProviderError("This conversation has no model profile: choose a model for it first.")
     return ModelClient(
-        target.endpoint, EndpointPolicy.from_settings(settings), timeout=settings.model_timeout
+        target.endpoint,
+        EndpointPolicy.from_settings(settings),
+        timeout=settings.model_timeout,
+        max_answer_bytes=settings.max_answer_bytes,  # PROV-5
     )
 
 
@@ -212,16 +215,18 @@ async def _summarise(
     text = completion.text.strip()
     if not text:
         raise ProviderError("The summariser returned an empty summary; memory is unchanged.")
-    # PROV-1: a server that reports no usage is counted here, never recorded as free.
+    # PROV-1: a server that reports no usage is counted here (marked estimated in the
+    # ledger), never recorded as free.
     usage = completion.usage
     prompt_tokens = usage.prompt_tokens if usage and usage.prompt_tokens else request.input_tokens
     completion_tokens = (
         usage.completion_tokens
         if usage and usage.completion_tokens
-        else inputs.tokenizer.count(text)
+        else max(1, inputs.tokenizer.count(text))
     )
+    estimated = not (usage and usage.prompt_tokens and usage.completion_tokens)
     cost = price(target.engine_profile.prices, prompt_tokens, completion_tokens)
-    return _Answer(text, prompt_tokens, completion_tokens), cost
+    return _Answer(text, prompt_tokens, completion_tokens, estimated), cost
 
 
 @dataclass(frozen=True)
@@ -231,6 +236,8 @@ class _Answer:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    #: PROV-1: the provider reported no usage (or part of it): counted by chatmem.
+    estimated: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,6 +262,7 @@ class _Payer:
             prompt_tokens=answer.prompt_tokens,
             completion_tokens=answer.completion_tokens,
             cost=cost,
+            estimated=answer.estimated,
         )
 
 

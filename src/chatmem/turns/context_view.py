@@ -29,7 +29,7 @@ from chatmem.store.db import connection_of
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.tables.runs import UsageRow
-from chatmem.turns.inputs import calibrated_tokenizer, resolve_target
+from chatmem.turns.inputs import calibrated_tokenizer, factor_of, resolve_target
 
 
 class ContextCache:
@@ -176,6 +176,7 @@ def plan_for(
             conversation_id,
             tokenizer=profile.tokenizer,
             tools=[dict(t) for t in tools],
+            calibration=factor_of(tokenizer),
         )
         conversation = replace(lazy, messages=tuple(lazy.messages), files=tuple(lazy.files))
         cache.put(conversation_id, key, conversation)

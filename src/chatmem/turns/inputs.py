@@ -9,6 +9,7 @@ profiles, so a change in any of them is adapted here.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -156,12 +157,14 @@ def summarizer_target(
 CALIBRATION_WINDOW = 20
 
 
-# Read at every turn: built once (building it costs more than running it).
+# Read at every turn: built once (building it costs more than running it).  Rows counted by
+# chatmem itself (``estimated``, PROV-1) teach nothing: only what a provider reported.
 _CALIBRATION = (
-    select(UsageRow.prompt_tokens, UsageRow.estimated_prompt_tokens)
+    select(UsageRow.kind, UsageRow.prompt_tokens, UsageRow.estimated_prompt_tokens)
     .where(
         UsageRow.profile_id == bindparam("profile_id"),
-        UsageRow.kind == "answer",
+        UsageRow.kind.in_(("answer", "overflow")),
+        UsageRow.estimated.is_(False),
         UsageRow.estimated_prompt_tokens.is_not(None),
         UsageRow.estimated_prompt_tokens > 0,
     )
@@ -181,7 +184,11 @@ _calibrations: dict[str, tuple[float, float]] = {}
 
 def calibration(session: Session | Connection, profile_id: str | None) -> float:
     """CTX-2: reported prompt tokens / estimated ones over the profile's recent answers
-    (1.0 without data).  The engine clamps it so the estimate only ever goes up."""
+    (1.0 without data), and never less than what a recent context-length error taught
+    (PROV-2: an ``overflow`` row, the count the provider named / our raw estimate of that
+    request).  The engine clamps it so the estimate only ever goes up.  Estimates stored in
+    the ledger are raw (uncalibrated, :func:`raw_estimate`), so the factor does not feed on
+    itself."""
     if profile_id is None:
         return 1.0
     cached = _calibrations.get(profile_id)
@@ -189,10 +196,81 @@ def calibration(session: Session | Connection, profile_id: str | None) -> float:
     if cached is not None and cached[1] > now:
         return cached[0]
     rows = connection_of(session).execute(_CALIBRATION, {"profile_id": profile_id}).all()
-    reported = sum(int(r[0] or 0) for r in rows)
-    estimated = sum(int(r[1] or 0) for r in rows)
+    answers = [r for r in rows if r.kind == "answer"]
+    reported = sum(int(r.prompt_tokens or 0) for r in answers)
+    estimated = sum(int(r.estimated_prompt_tokens or 0) for r in answers)
     factor = engine.calibration_factor(estimated, reported)
+    for r in rows:
+        if r.kind == "overflow":
+            factor = max(
+                factor,
+                engine.calibration_factor(
+                    int(r.estimated_prompt_tokens or 0), int(r.prompt_tokens or 0)
+                ),
+            )
     _calibrations[profile_id] = (factor, now + CALIBRATION_TTL)
+    return factor
+
+
+def factor_of(tokenizer: Any) -> float:
+    """The calibration factor a (calibrated) tokenizer applies; 1.0 for a plain one."""
+    factor = getattr(tokenizer, "factor", 1.0)
+    return float(factor) if isinstance(factor, (int, float)) else 1.0
+
+
+def raw_estimate(inputs: TurnInputs) -> int:
+    """The plan's ``used`` without the calibration it was counted with (what the ledger
+    compares the provider's report with, CTX-2)."""
+    if inputs.plan_tokens_used <= 0:
+        return 0
+    return max(1, math.ceil(inputs.plan_tokens_used / factor_of(inputs.tokenizer)))
+
+
+#: Tokens per message added to the floor an overflow teaches (see :func:`learn_overflow`).
+OVERFLOW_SLACK_PER_MESSAGE = 16
+
+
+def learn_overflow(
+    session: Session | Connection,
+    inputs: TurnInputs,
+    named_tokens: int | None,
+    run_id: str | None = None,
+) -> float:
+    """PROV-2: the provider refused ``inputs``' request as too long.  Records what that
+    teaches as an ``overflow`` ledger row and returns the profile's new factor, in effect at
+    once (the cache is updated): the next plan counts that request as at least the size the
+    provider named, and at least one token more than the window leaves for it (so the same
+    request is never admitted again, even when the provider named no size or a size that
+    would seem to fit: then its window is smaller than the profile says)."""
+    from chatmem.turns import runs
+
+    profile = inputs.profile
+    budget = profile.context_window - profile.answer_reserve
+    raw = raw_estimate(inputs)
+    # The request as planned counted ``used`` <= budget, and it did not fit: the same request
+    # must count more than ``budget`` from now on.  The slack covers what rounding and the
+    # unscaled per-message overhead can take off a recount (a few tokens per message).
+    parts = len(inputs.plan.messages) + 1 if inputs.plan is not None else 1
+    floor = budget + 1 + OVERFLOW_SLACK_PER_MESSAGE * parts
+    reported = max(named_tokens or 0, floor)
+    runs.record_usage(
+        session,
+        user_id=inputs.user_id,
+        conversation_id=inputs.conversation_id,
+        run_id=run_id,
+        kind="overflow",
+        profile_id=inputs.profile_id,
+        model=inputs.model,
+        prompt_tokens=reported,
+        completion_tokens=0,
+        cost=0.0,
+        estimated_prompt_tokens=raw,
+        estimated=False,
+    )
+    if inputs.profile_id is None:
+        return 1.0
+    factor = max(factor_of(inputs.tokenizer), engine.calibration_factor(raw, reported))
+    _calibrations[inputs.profile_id] = (factor, time.monotonic() + CALIBRATION_TTL)
     return factor
 
 
@@ -268,6 +346,7 @@ def load_inputs(
     else:
         target = resolve_target(connection, row.user_id, profile_override, secrets)
     profile = target.engine_profile
+    tokenizer = calibrated_tokenizer(connection, target)
     conversation = load_engine_conversation(
         connection,
         conversation_id,
@@ -277,9 +356,9 @@ def load_inputs(
         bounds=(row.first_seq, row.last_seq),
         has_summary=bool(row.summaries),
         has_files=bool(row.files),
+        calibration=factor_of(tokenizer),
     )
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
-    tokenizer = calibrated_tokenizer(connection, target)
     if materialize:
         messages = CountedMessages(
             conversation.messages, lambda m: engine.count_message(m, tokenizer)

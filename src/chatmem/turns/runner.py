@@ -32,9 +32,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from chatmem.context import get_tokenizer
 from chatmem.context.errors import EngineError
 from chatmem.context.values import ToolCall
-from chatmem.errors import ChatmemError
+from chatmem.errors import (
+    AnswerTooLarge,
+    ChatmemError,
+    ProviderContextLength,
+    ProviderEmptyStream,
+    ProviderError,
+)
 from chatmem.models.client import TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
 from chatmem.store.db import Database
@@ -44,8 +51,15 @@ from chatmem.turns.approvals import Approvals
 from chatmem.turns.compaction import ModelClients, run_fold
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.dbwork import read, work
-from chatmem.turns.inputs import TurnInputs, load_inputs, store_message
+from chatmem.turns.inputs import (
+    TurnInputs,
+    learn_overflow,
+    load_inputs,
+    raw_estimate,
+    store_message,
+)
 from chatmem.turns.journal import EventJournal
+from chatmem.turns.metering import bound_tool_result, counted_answer
 from chatmem.turns.tools import ToolBox, ToolOutcome, ToolRoute
 
 log = logging.getLogger(__name__)
@@ -54,6 +68,8 @@ log = logging.getLogger(__name__)
 #: runs only when the stored summary came out longer than the engine counted on.
 FOLD_ATTEMPTS = 3
 T = TypeVar("T")
+#: Counts an answer when a step has no tokenizer of its own (PROV-1).
+_ESTIMATE = get_tokenizer("estimate")
 
 GUARD_MESSAGE = (
     "I stopped here: this turn reached its limit of {what}. Send a message to continue "
@@ -286,23 +302,33 @@ class TurnRunner:
                     usage = event
 
         try:
-            await self._race_stop(consume())
+            try:
+                await self._race_stop(consume())
+            except ProviderEmptyStream:
+                # PROV-2: HTTP 200 and nothing in it — llama.cpp's answer to a prompt beyond
+                # its context.  One request without streaming says what the matter is.
+                await self._probe(client, inputs)
         except _Stopped:
             if parts:
-                self._tally.last_message_id = await self._store(
-                    "assistant", "".join(parts), meta={"stopped": True, "step": step}
-                )
+                await self._keep_partial(inputs, parts, usage, {"stopped": True, "step": step})
             await self._journal.flush()
             raise
-        except ChatmemError:
-            # The provider failed mid-answer: keep what it had said (TURN-2), then fail.
+        except ProviderContextLength as exc:
+            # PROV-2: the provider counts more than we did.  Learnt at once, so the next
+            # plan folds or refuses instead of sending the same request again.
+            await self._learn_overflow(inputs, exc)
+            raise
+        except ChatmemError as exc:
+            # The provider failed mid-answer: keep what it had said (TURN-2), then fail.  An
+            # answer past the size bound (PROV-5) keeps what arrived up to the bound.
             if parts:
-                self._tally.last_message_id = await self._store(
-                    "assistant", "".join(parts), meta={"failed": True, "step": step}
-                )
+                meta: dict[str, Any] = {"failed": True, "step": step}
+                if isinstance(exc, AnswerTooLarge):
+                    meta["truncated"] = True
+                await self._keep_partial(inputs, parts, usage, meta)
             raise
         text = "".join(parts)
-        ledger = self._usage(inputs, usage, "answer")
+        ledger = self._usage(inputs, usage, "answer", text=text, calls=calls)
         conversation_id, settings = self.job.conversation_id, self._settings
         meta = {"run_id": self.job.run_id, "step": step}
         message_id = new_id()
@@ -330,6 +356,76 @@ class TurnRunner:
             self._final = (checkpoint, ledger)
         return text, calls
 
+    async def _keep_partial(
+        self, inputs: TurnInputs, parts: list[str], usage: Usage | None, meta: dict[str, Any]
+    ) -> None:
+        """A stopped or failed answer's text, stored with its ledger row: the provider
+        produced it and bills it (PROV-1: counted when it reported nothing)."""
+        text = "".join(parts)
+        ledger = self._usage(inputs, usage, "answer", text=text)
+        conversation_id, settings = self.job.conversation_id, self._settings
+        message_id = new_id()
+        full_meta = {"run_id": self.job.run_id, **meta}
+
+        def unit(session: Any) -> None:
+            runs.record_usage(session, **ledger)
+            store_message(
+                session,
+                conversation_id,
+                "assistant",
+                text,
+                settings,
+                full_meta,
+                {"message_id": message_id},
+            )
+
+        try:
+            await self._db_call(unit)
+        except Exception:
+            with _suppress_all():
+                await self._db_call(_ledger_row, ledger)
+            raise
+        self._tally.last_message_id = message_id
+
+    async def _probe(self, client: Any, inputs: TurnInputs) -> None:
+        """PROV-2: after an empty stream, the same request once without streaming
+        (``max_tokens`` 1).  Raises its context-length error — or, when the provider answers
+        it, a plain error saying the stream came back empty (the probe is billed)."""
+        usage = await self._race_stop(
+            client.probe(inputs.plan.messages, tools=inputs.tools or None)
+        )
+        ledger = self._usage(inputs, usage, "probe")
+        await self._db_call(_ledger_row, ledger)
+        raise ProviderError(
+            "The model API answered with an empty stream, although it accepts this request "
+            "without streaming. Send the message again; if this repeats, check the model "
+            "server."
+        )
+
+    async def _learn_overflow(self, inputs: TurnInputs, error: ProviderContextLength) -> None:
+        """PROV-2: the count the provider named (or the least that explains its refusal)
+        recalibrates the profile at once (an ``overflow`` ledger row, the cache updated)."""
+        factor = await self._db_call(
+            learn_overflow, inputs, error.requested_tokens, self.job.run_id
+        )
+        log.info(
+            "model %s refused %s estimated tokens as too long (it named %s, window %s); "
+            "profile %s now calibrated at %.3g",
+            inputs.model,
+            inputs.plan_tokens_used,
+            error.requested_tokens,
+            error.window,
+            inputs.profile_id,
+            factor,
+        )
+        window = error.window
+        if window is not None and 0 < window < inputs.profile.context_window:
+            error.message = (
+                f"{error.message} The model server says its window is {window:,} tokens; this "
+                f"model profile says {inputs.profile.context_window:,}: set the profile's "
+                "context window to what the server has."
+            )
+
     async def _checkpoint(self, fn: Callable[[Any], None], ledger: dict[str, Any] | None) -> None:
         """Stores the events so far with ``fn`` in one transaction."""
         try:
@@ -342,10 +438,29 @@ class TurnRunner:
                     await self._db_call(_ledger_row, ledger)
             raise
 
-    def _usage(self, inputs: TurnInputs, usage: Usage | None, kind: str) -> dict[str, Any]:
-        """Adds one model call to the turn's tally; returns its ledger row."""
-        prompt = usage.prompt_tokens if usage else inputs.plan_tokens_used
-        completion = usage.completion_tokens if usage else 0
+    def _usage(
+        self,
+        inputs: TurnInputs,
+        usage: Usage | None,
+        kind: str,
+        *,
+        text: str = "",
+        calls: list[ToolCall] | None = None,
+    ) -> dict[str, Any]:
+        """Adds one model call to the turn's tally; returns its ledger row.
+
+        PROV-1: what the provider did not report is counted — the prompt as the plan counted
+        it, the answer (``text``, ``calls``) with the profile's tokenizer — and the row is
+        marked ``estimated``.  Output is never 0 tokens."""
+        reported_prompt = usage.prompt_tokens if usage is not None else 0
+        reported_completion = usage.completion_tokens if usage is not None else 0
+        prompt = reported_prompt if reported_prompt > 0 else inputs.plan_tokens_used
+        completion = (
+            reported_completion
+            if reported_completion > 0
+            else counted_answer(inputs.tokenizer or _ESTIMATE, text, calls or ())
+        )
+        estimated = reported_prompt <= 0 or reported_completion <= 0
         cost = inputs.cost(prompt, completion)
         self._tally.usage["prompt_tokens"] += prompt
         self._tally.usage["completion_tokens"] += completion
@@ -360,7 +475,9 @@ class TurnRunner:
             prompt_tokens=prompt,
             completion_tokens=completion,
             cost=cost,
-            estimated_prompt_tokens=inputs.plan_tokens_used,
+            # Raw (uncalibrated), so the calibration compares like with like (CTX-2).
+            estimated_prompt_tokens=raw_estimate(inputs),
+            estimated=estimated,
         )
 
     async def _tools(self, toolbox: ToolBox, calls: list[ToolCall]) -> bool:
@@ -467,6 +584,7 @@ class TurnRunner:
         row_id: str | None,
         duration_ms: int | None = None,
     ) -> None:
+        text, _cut = bound_tool_result(text, self._settings.max_answer_bytes)  # PROV-5
         message_id = await self._store(
             "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
         )
