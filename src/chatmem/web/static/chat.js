@@ -204,6 +204,8 @@
         live.appendText(stream.deltaText(data));
       },
       tool_call(data) { live.addToolCall(data.tool_call || data); },
+      // PROV-6: an "ask first" call waits for Approve or Refuse (then the decision shows).
+      approval(data) { live.addApproval(data, runId); },
       tool_result(data) { live.addToolResult(data); },
       // CTX-10, CTX-21: progress while the memory folds, then the marker; the stored summary
       // replaces it when the run ends (finishRun reloads the messages).

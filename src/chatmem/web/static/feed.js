@@ -54,6 +54,45 @@
     ]);
   }
 
+  /* PROV-6: an "ask first" tool call, shown until the user answers; a replayed or later
+     `approval` event with a decision settles the box (another tab may have answered). */
+  const DECIDED = { approved: "Approved", refused: "Refused", expired: "Not answered in time" };
+  function approvalBox(node, data, runId) {
+    const id = data.tool_call_id;
+    let box = list.querySelector('.approval[data-call="' + CSS.escape(id) + '"]');
+    if (data.status !== "waiting") {
+      if (box) box.querySelector(".approval-actions").replaceChildren(
+        el("span", { class: "approval-state", text: DECIDED[data.status] || data.status }));
+      return;
+    }
+    if (box) return;
+    let args = data.arguments ?? "";
+    if (typeof args !== "string") args = JSON.stringify(args, null, 2);
+    const answer = async (verb, button) => {
+      for (const b of box.querySelectorAll("button")) b.disabled = true;
+      try {
+        await api("POST", "/api/v1/runs/" + encodeURIComponent(runId) + "/tool-calls/" + encodeURIComponent(id) + "/" + verb);
+        box.querySelector(".approval-actions").replaceChildren(
+          el("span", { class: "approval-state", text: verb === "approve" ? "Approved" : "Refused" }));
+      } catch (err) {
+        toast(err.message);
+        for (const b of box.querySelectorAll("button")) b.disabled = false;
+        button.focus();
+      }
+    };
+    const approve = el("button", { type: "button", class: "primary", text: "Approve" });
+    const refuse = el("button", { type: "button", text: "Refuse" });
+    approve.addEventListener("click", () => answer("approve", approve));
+    refuse.addEventListener("click", () => answer("refuse", refuse));
+    box = el("div", { class: "approval", role: "group", "aria-label": "Tool call waiting for your approval", "data-call": id }, [
+      el("p", { text: "Run the tool " + (data.tool || data.name) + (data.server ? " on " + data.server : "") + "?" }),
+      el("p", { class: "muted small", text: "The turn waits for your answer." }),
+      el("pre", { text: args }),
+      el("div", { class: "approval-actions row" }, [approve, refuse]),
+    ]);
+    node.querySelector(".content").append(box);
+  }
+
   function renderMessage(m) {
     const node = messageTemplate.content.firstElementChild.cloneNode(true);
     node.dataset.id = m.id || "";
@@ -387,6 +426,7 @@
         node.querySelector(".content").append(toolCallBox(call));
         follow();
       },
+      addApproval(data, runId) { approvalBox(node, data, runId); follow(); },
       addToolResult(result) {
         const box = appendLocal("tool", "");
         box.querySelector(".content").replaceChildren(toolResultBox(result.content ?? result.result ?? result.output ?? "", result.name));
