@@ -231,7 +231,7 @@ OVERFLOW_SLACK_PER_MESSAGE = 16
 
 
 def learn_overflow(
-    session: Session | Connection,
+    session: Session,
     inputs: TurnInputs,
     named_tokens: int | None,
     run_id: str | None = None,
