@@ -8,7 +8,11 @@ It prints ``READY <port>`` once listening.  Tools:
 
 - ``echo(text)`` — returns the text;
 - ``add(a, b)`` — returns the sum;
-- ``slow(seconds, label)`` — sleeps, then returns; for mid-tool-call kill tests.
+- ``slow(seconds, label)`` — sleeps, then returns; for mid-tool-call kill tests;
+- ``tiny_image()`` — text, a small PNG as MCP ImageContent, text (like the reference
+  server-everything's ``get-tiny-image``, PROV-4);
+- ``report_pdf()`` — an embedded resource with a base64 ``blob`` (a binary file);
+- ``huge_text(kilobytes)`` — that many KB of order numbers (a result too large to send).
 
 Every call is counted *when it starts*; ``GET /stats`` (no auth) answers
 ``{"calls": {"echo": n, …}, "started": [...], "finished": [...]}`` so a test can prove a call
@@ -20,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
+import logging
 import os
 import socket
 import subprocess
@@ -35,6 +41,34 @@ from typing import Any
 import httpx
 
 CALLS: Counter[str] = Counter()
+
+
+def tiny_png(size: int = 40) -> bytes:
+    """A real PNG of ``size`` x ``size`` pixels of noise (a fixed seed: the same every run)."""
+    import random
+    import struct
+    import zlib
+
+    rng = random.Random(11)
+    rows = b"".join(
+        b"\x00" + bytes(rng.randrange(256) for _ in range(size * 3)) for _ in range(size)
+    )
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+TINY_PNG = tiny_png()
+TINY_PNG_BASE64 = base64.b64encode(TINY_PNG).decode("ascii")
+REPORT_PDF = b"%PDF-1.4\n% a small binary file\n" + bytes(range(256)) * 4
 STARTED: list[str] = []
 FINISHED: list[str] = []
 
@@ -64,6 +98,37 @@ def build_app(token: str | None) -> Any:
         """Return the text repeated (a large result from a small call)."""
         CALLS["repeat"] += 1
         return text * times
+
+    @server.tool()
+    def tiny_image() -> list[Any]:
+        """Return a tiny PNG image, between two texts."""
+        from mcp.types import ImageContent, TextContent
+
+        CALLS["tiny_image"] += 1
+        return [
+            TextContent(type="text", text="This is a tiny image:"),
+            ImageContent(type="image", data=TINY_PNG_BASE64, mime_type="image/png"),
+            TextContent(type="text", text="The image above is the MCP tiny image."),
+        ]
+
+    @server.tool()
+    def report_pdf() -> list[Any]:
+        """Return a quarterly report as an embedded binary resource."""
+        from mcp.types import BlobResourceContents, EmbeddedResource
+
+        CALLS["report_pdf"] += 1
+        blob = base64.b64encode(REPORT_PDF).decode("ascii")
+        resource = BlobResourceContents(
+            uri="file:///reports/q3.pdf", mime_type="application/pdf", blob=blob
+        )
+        return [EmbeddedResource(type="resource", resource=resource)]
+
+    @server.tool()
+    def huge_text(kilobytes: int) -> str:
+        """Return that many kilobytes of order numbers."""
+        CALLS["huge_text"] += 1
+        line = "order 4711-0815-2026 shipped to warehouse 12, parcel 998877665544\n"
+        return (line * (kilobytes * 1024 // len(line) + 1))[: kilobytes * 1024]
 
     @server.tool()
     async def slow(seconds: float, label: str = "") -> str:
@@ -105,7 +170,10 @@ def main() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", args.port))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(build_app(args.token), log_level="warning", lifespan="on")
+    app = build_app(args.token)
+    # The SDK logs every session at INFO on stderr (which tests and benchmarks inherit).
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
 
     async def serve() -> None:
