@@ -194,7 +194,7 @@ def test_switching_to_a_smaller_model_never_leaves_the_chat_refusing(
     """Issue 10: a 40,000-character message on a 32K model, then an 8K model: every message
     was refused, Compress now too, and the counter said muted."""
     chat = make_chat(turn_client, model_server, mode=mode, profile={"context_window": 32768})
-    long_text = text_of(13_000, seed=7)
+    long_text = text_of(14_500, seed=7)  # digits count one token each (CTX-1)
     assert len(long_text) >= 40_000
     assert chat.turn(long_text)["status"] == "completed"
     small = new_profile(chat, context_window=8192)

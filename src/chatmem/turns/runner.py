@@ -28,7 +28,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -60,6 +60,7 @@ from chatmem.turns.inputs import (
 )
 from chatmem.turns.journal import EventJournal
 from chatmem.turns.metering import bound_tool_result, counted_answer
+from chatmem.turns.tool_results import ToolAttachment, bounded, store_tool_message
 from chatmem.turns.tools import ToolBox, ToolOutcome, ToolRoute
 
 log = logging.getLogger(__name__)
@@ -541,7 +542,9 @@ class TurnRunner:
             )
             raise
         status = "unknown" if outcome.unknown else "failed" if outcome.is_error else "completed"
-        await self._tool_result(call, outcome.text, status, row_id, _since(began))
+        await self._tool_result(
+            call, outcome.text, status, row_id, _since(began), outcome.attachments
+        )
 
     async def _approved(self, call: ToolCall, route: ToolRoute, row_id: str) -> bool:
         """PROV-6: shows the call and waits for the user's answer (the run stays
@@ -583,11 +586,27 @@ class TurnRunner:
         status: str,
         row_id: str | None,
         duration_ms: int | None = None,
+        attachments: Sequence[ToolAttachment] = (),
     ) -> None:
         text, _cut = bound_tool_result(text, self._settings.max_answer_bytes)  # PROV-5
-        message_id = await self._store(
-            "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
-        )
+        files: list[dict[str, Any]] = []
+        if attachments:
+            # PROV-4: images and blobs are files of the tool message, stored with it.
+            text, attachments = bounded(text, attachments, self._settings.max_answer_bytes)
+        if attachments:
+            message_id, files = await self._db_call(
+                store_tool_message,
+                self.job.conversation_id,
+                text,
+                self._settings,
+                {"run_id": self.job.run_id, "tool": call.name, "status": status},
+                {"tool_call_id": call.id},
+                attachments,
+            )
+        else:
+            message_id = await self._store(
+                "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
+            )
         if row_id is not None:
             await self._db_call(_tool_finished_row, row_id, status, text, duration_ms)
         await self._journal.emit(
@@ -598,6 +617,7 @@ class TurnRunner:
                 "content": text,
                 "status": status,
                 "message_id": message_id,
+                **({"files": files} if files else {}),
             },
         )
 

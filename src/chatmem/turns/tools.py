@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chatmem.models.ssrf import EndpointPolicy, connect_checked
+from chatmem.turns.tool_results import ToolAttachment, tool_content
 
 if TYPE_CHECKING:
     from chatmem.turns.mcp_links import ServerLink
@@ -67,6 +68,9 @@ class ToolOutcome:
     is_error: bool = False
     #: The call may or may not have happened (it timed out): never repeated automatically.
     unknown: bool = False
+    #: Images and other binary parts of the result, stored as files of the tool message;
+    #: ``text`` holds a placeholder for each (PROV-4).
+    attachments: tuple[ToolAttachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,22 +160,6 @@ def _pinned_http_client(policy: EndpointPolicy, headers: Mapping[str, str]) -> A
     )
 
 
-def _result_text(result: Any) -> str:
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or []:
-        text = getattr(block, "text", None)
-        if isinstance(text, str):
-            parts.append(text)
-        else:
-            dump = block.model_dump(mode="json") if hasattr(block, "model_dump") else str(block)
-            parts.append(
-                json.dumps(dump, ensure_ascii=False) if not isinstance(dump, str) else dump
-            )
-    if not parts and getattr(result, "structured_content", None) is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
-    return "\n".join(parts)
-
-
 class McpToolBox(ToolBox):
     """The tools of the ready MCP servers for one turn: a snapshot of their cached lists,
     filtered by each server's allow-list.  Calls go to the server's long-lived link; closing
@@ -237,7 +225,12 @@ class McpToolBox(ToolBox):
             return ToolOutcome(
                 f"The tool failed: {type(exc).__name__}: {exc}"[:2000], is_error=True
             )
-        return ToolOutcome(_result_text(result), is_error=bool(getattr(result, "is_error", False)))
+        content = tool_content(result, route.tool)  # binary parts as attachments (PROV-4)
+        return ToolOutcome(
+            content.text,
+            is_error=bool(getattr(result, "is_error", False)),
+            attachments=content.attachments,
+        )
 
 
 def offered_schemas(boxes: Sequence[ToolBox]) -> list[Mapping[str, Any]]:

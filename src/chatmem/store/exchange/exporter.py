@@ -13,6 +13,7 @@ engine knobs are ever written — never names, endpoints or API keys.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -213,12 +214,21 @@ def summaries_of(session: Session, conversation_id: str) -> list[dict[str, Any]]
 
 def files_of(session: Session, conversation_id: str) -> Iterator[dict[str, Any]]:
     rows = session.execute(
-        select(File.id, File.name, File.content, File.message_id, File.state, File.created_at)
+        select(
+            File.id,
+            File.name,
+            File.content,
+            File.message_id,
+            File.state,
+            File.created_at,
+            File.mime,
+            File.data,
+        )
         .where(File.conversation_id == conversation_id)
         .order_by(File.created_at, File.id)
     ).all()
     for row in rows:
-        yield {
+        item = {
             "id": row.id,
             "name": row.name,
             "content": row.content,
@@ -226,6 +236,10 @@ def files_of(session: Session, conversation_id: str) -> Iterator[dict[str, Any]]
             "state": row.state,
             "created_at": format_time(row.created_at),
         }
+        if row.data is not None:  # a binary attachment (PROV-4)
+            item["mime"] = row.mime
+            item["data_base64"] = base64.b64encode(row.data).decode("ascii")
+        yield item
 
 
 def profile_settings(session: Session, conversation: Conversation) -> dict[str, Any] | None:

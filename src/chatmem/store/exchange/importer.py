@@ -354,8 +354,10 @@ def file_rows(
             "name": (clean(item.name).strip() or "file.txt")[:500],
             "content": clean(item.content),
             "state": item.state,
-            "size": len(item.content.encode("utf-8")),
+            "size": len(item.data) if item.data is not None else len(item.content.encode("utf-8")),
             "created_at": item.created_at or now,
+            "mime": item.mime,
+            "data": item.data,
             **counts_for_text(item.content),
         }
 

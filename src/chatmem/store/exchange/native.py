@@ -19,6 +19,7 @@ that covers none of its messages.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -258,6 +259,13 @@ def _file(data: Mapping[str, Any], parent: _Check, known: set[str]) -> ImportedF
     state = data.get("state", "auto")
     if state not in FILE_STATES:
         raise check.fail("state", f"must be one of {', '.join(sorted(FILE_STATES))}")
+    blob = None
+    encoded = check.string(data, "data_base64")
+    if encoded is not None:  # a binary attachment (PROV-4)
+        try:
+            blob = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            raise check.fail("data_base64", "must be base64") from None
     return ImportedFile(
         id=fid,
         name=check.string(data, "name", required=True) or "",
@@ -265,6 +273,10 @@ def _file(data: Mapping[str, Any], parent: _Check, known: set[str]) -> ImportedF
         message_id=message_id,
         state=state,
         created_at=check.time(data, "created_at"),
+        mime=(check.string(data, "mime") or "application/octet-stream")
+        if blob is not None
+        else None,
+        data=blob,
     )
 
 

@@ -55,6 +55,9 @@ class ImportedFile:
     message_id: str | None = None
     state: FileState = "auto"
     created_at: datetime | None = None
+    #: A binary attachment (PROV-4): its media type and bytes (``content`` is then empty).
+    mime: str | None = None
+    data: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

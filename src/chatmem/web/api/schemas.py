@@ -105,6 +105,10 @@ def file_public(
         "size": file.size,
         "tokens": getattr(file, tokens_column),
         "created_at": iso(file.created_at),
+        # PROV-4: a binary attachment's media type (null for text); its bytes are at
+        # ``content_url``, for the owner only.
+        "mime": file.mime,
+        "content_url": f"/api/v1/files/{file.id}/content",
     }
     if status is not None:
         body["status"] = status

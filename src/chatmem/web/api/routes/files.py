@@ -1,15 +1,17 @@
-"""Files (CTX-16): upload to a conversation (multipart or JSON), read, change state."""
+"""Files (CTX-16): upload to a conversation (multipart or JSON), read, change state; the raw
+content of a file, text or a tool's binary attachment (PROV-4), for its owner only."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from chatmem.bounds import check_value
 from chatmem.errors import InvalidInput
 from chatmem.store import conversations as store
 from chatmem.store import files as store_files
@@ -49,6 +51,7 @@ async def _upload(request: Request) -> FileCreate:
                 value = form.get(key)
                 if isinstance(value, str):
                     fields[key] = value
+            check_value(fields)  # SEC-1: no NUL, valid Unicode (JSON bodies: the middleware)
             return FileCreate(**fields)
         return FileCreate.model_validate_json(await request.body())
     except ValidationError as exc:
@@ -85,6 +88,41 @@ async def upload_file(
 @router.get("/api/v1/files/{file_id}")
 def read_file(file_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
     return file_public(store_files.owned_file(session, user, file_id), content=True)
+
+
+#: Media types a browser may show inline; anything else (HTML, SVG, scripts…) is served as a
+#: download, so a tool's output never runs in chatmem's origin.
+INLINE_TYPES = frozenset(
+    {"image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp"}
+    | {"audio/mpeg", "audio/wav", "audio/ogg", "audio/webm", "text/plain"}
+)
+
+
+@router.get("/api/v1/files/{file_id}/content")
+def file_content(file_id: str, user: CurrentUser, session: DbSession) -> Response:
+    """The file's bytes: a binary attachment as stored with its media type, a text file as
+    UTF-8 text.  404 for anyone but the conversation's owner (STORE-1)."""
+    row = store_files.owned_file(session, user, file_id)
+    if row.data is not None:
+        body, mime = row.data, (row.mime or "application/octet-stream").lower()
+    else:
+        body, mime = row.content.encode("utf-8"), "text/plain"
+    base = mime.split(";", 1)[0].strip()
+    inline = base in INLINE_TYPES
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in row.name)[:200] or "file"
+    media_type = base if inline else "application/octet-stream"
+    if base == "text/plain":
+        media_type = "text/plain; charset=utf-8"
+    return Response(
+        body,
+        media_type=media_type,
+        headers={
+            "Content-Disposition": f'{"inline" if inline else "attachment"}; filename="{name}"',
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+            "Cache-Control": "private, no-store",
+        },
+    )
 
 
 @router.patch("/api/v1/files/{file_id}")

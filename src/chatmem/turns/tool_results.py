@@ -1,0 +1,216 @@
+"""What a tool's result becomes in the conversation (PROV-4): text for the model, and binary
+content stored as attachments of the tool message.
+
+An MCP result is a list of content blocks: text, images and audio (base64 ``data`` with a
+``mimeType``), embedded resources (a ``text`` or a base64 ``blob``) and resource links.  Text
+stays text.  An image, audio or blob is decoded and kept as a file of the tool message — its
+bytes and media type, served to the owner by ``GET /api/v1/files/{id}/content`` — and the tool
+message carries a short placeholder in its place::
+
+    [image/png, 5.4 KB, attached as file get_image.png]
+
+so a model is never sent base64 as text (a 5 KB image is some 2,000 tokens of noise, issue
+11).  The model gets the placeholder: no profile sends images to the model yet (PROJ-2; a
+profile's ``accepts_images`` is stored for when it does).  An attachment larger than the
+answer and tool-result bound (``CHATMEM_MAX_ANSWER_BYTES``, PROV-5) is not kept; its
+placeholder says so.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import mimetypes
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from chatmem.store.db import connection_of
+from chatmem.store.tables.conversations import File
+from chatmem.store.tokens import counts_for_text
+from chatmem.store.types import new_id, utcnow
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class ToolAttachment:
+    """A binary part of a tool result, and the placeholder that stands for it in the text."""
+
+    name: str
+    mime: str
+    data: bytes = field(repr=False)
+    placeholder: str = ""
+
+
+@dataclass(frozen=True)
+class ToolContent:
+    text: str
+    attachments: tuple[ToolAttachment, ...] = ()
+
+
+def human_size(size: int) -> str:
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MB"
+    if size >= 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size} bytes"
+
+
+def placeholder(mime: str, size: int, name: str) -> str:
+    return f"[{mime}, {human_size(size)}, attached as file {name}]"
+
+
+def _field(block: Any, *names: str) -> Any:
+    for name in names:
+        value = block.get(name) if isinstance(block, dict) else getattr(block, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _dump(block: Any) -> str:
+    dump = block.model_dump(mode="json") if hasattr(block, "model_dump") else block
+    return dump if isinstance(dump, str) else json.dumps(dump, ensure_ascii=False, default=str)
+
+
+class _Names:
+    """File names for one result's attachments: the tool's name (or the resource's), unique."""
+
+    def __init__(self, tool: str) -> None:
+        self.stem = _UNSAFE.sub("_", tool).strip("._") or "tool"
+        self.taken: set[str] = set()
+
+    def __call__(self, mime: str, uri: str | None = None) -> str:
+        base = ""
+        if uri:
+            last = uri.rstrip("/").rsplit("/", 1)[-1].split("?", 1)[0]
+            base = _UNSAFE.sub("_", last).strip("._")
+        if not base or "." not in base:
+            extension = mimetypes.guess_extension(mime.split(";", 1)[0].strip()) or ".bin"
+            base = f"{base or self.stem}{extension}"
+        stem, dot, extension = base.rpartition(".")
+        name, n = base, 1
+        while name in self.taken:
+            n += 1
+            name = f"{stem}-{n}{dot}{extension}"
+        self.taken.add(name)
+        return name[:200]
+
+
+def tool_content(result: Any, tool: str) -> ToolContent:
+    """The text of an MCP tool result for the tool message, with its binary parts pulled out
+    as attachments (each replaced by its placeholder, in place)."""
+    names = _Names(tool)
+    parts: list[str] = []
+    attachments: list[ToolAttachment] = []
+
+    def binary(encoded: Any, mime: Any, uri: str | None = None) -> None:
+        mime = str(mime or "application/octet-stream")
+        try:
+            data = base64.b64decode(str(encoded), validate=True)
+        except (binascii.Error, ValueError):
+            parts.append(f"[{mime}: the tool sent data that is not valid base64; not kept]")
+            return
+        name = names(mime, uri)
+        text = placeholder(mime, len(data), name)
+        attachments.append(ToolAttachment(name, mime, data, text))
+        parts.append(text)
+
+    for block in _field(result, "content") or []:
+        kind = _field(block, "type")
+        text = _field(block, "text")
+        if isinstance(text, str) and kind in (None, "text"):
+            parts.append(text)
+        elif kind in ("image", "audio") and _field(block, "data") is not None:
+            binary(_field(block, "data"), _field(block, "mime_type", "mimeType"))
+        elif kind == "resource" and _field(block, "resource") is not None:
+            resource = _field(block, "resource")
+            uri = _field(resource, "uri")
+            mime = _field(resource, "mime_type", "mimeType")
+            if _field(resource, "blob") is not None:
+                binary(_field(resource, "blob"), mime, str(uri) if uri else None)
+            elif isinstance(_field(resource, "text"), str):
+                parts.append(str(_field(resource, "text")))
+            else:
+                parts.append(_dump(block))
+        else:
+            parts.append(_dump(block))
+    structured = _field(result, "structured_content", "structuredContent")
+    if not parts and structured is not None:
+        parts.append(json.dumps(structured, ensure_ascii=False))
+    return ToolContent("\n".join(parts), tuple(attachments))
+
+
+def bounded(
+    text: str, attachments: Sequence[ToolAttachment], max_bytes: int | None
+) -> tuple[str, tuple[ToolAttachment, ...]]:
+    """PROV-5: attachments past ``max_bytes`` are not kept; their placeholder says so."""
+    kept: list[ToolAttachment] = []
+    for attachment in attachments:
+        if max_bytes is not None and len(attachment.data) > max_bytes:
+            text = text.replace(
+                attachment.placeholder,
+                f"[{attachment.mime}, {human_size(len(attachment.data))}: larger than the "
+                f"{human_size(max_bytes)} this server keeps; not kept]",
+                1,
+            )
+        else:
+            kept.append(attachment)
+    return text, tuple(kept)
+
+
+def store_attachments(
+    session: Session,
+    conversation_id: str,
+    message_id: str,
+    attachments: Sequence[ToolAttachment],
+) -> list[dict[str, Any]]:
+    """Stores each attachment as a file of the tool message (PROV-4); returns their public
+    descriptions (id, name, mime, size) for the ``tool_result`` event."""
+    rows = []
+    now = utcnow()
+    for attachment in attachments:
+        rows.append(
+            {
+                "id": new_id(),
+                "conversation_id": conversation_id,
+                "message_id": message_id,
+                "name": attachment.name,
+                "content": "",
+                "state": "auto",
+                "size": len(attachment.data),
+                "mime": attachment.mime,
+                "data": attachment.data,
+                "created_at": now,
+                **counts_for_text(""),
+            }
+        )
+    if rows:
+        connection_of(session).execute(insert(File), rows)
+    return [
+        {"id": row["id"], "name": row["name"], "mime": row["mime"], "size": row["size"]}
+        for row in rows
+    ]
+
+
+def store_tool_message(
+    session: Session,
+    conversation_id: str,
+    content: str,
+    settings: Any,
+    meta: dict[str, Any],
+    extra: dict[str, Any],
+    attachments: Sequence[ToolAttachment],
+) -> tuple[str, list[dict[str, Any]]]:
+    """The tool message and its attachments, in one transaction (the placeholder never
+    names a file that was not stored)."""
+    from chatmem.turns.inputs import store_message
+
+    message_id = store_message(session, conversation_id, "tool", content, settings, meta, extra)
+    return message_id, store_attachments(session, conversation_id, message_id, attachments)
