@@ -36,6 +36,19 @@ from chatmem.store.tokens import counts_for_text
 from chatmem.store.types import new_id, utcnow
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Extensions for media types the platform's table may not know (or names oddly).
+_EXTENSIONS = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "image/svg+xml": ".svg",
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/mpeg": ".mp3",
+    "audio/ogg": ".ogg",
+    "application/pdf": ".pdf",
+}
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,8 @@ class _Names:
             last = uri.rstrip("/").rsplit("/", 1)[-1].split("?", 1)[0]
             base = _UNSAFE.sub("_", last).strip("._")
         if not base or "." not in base:
-            extension = mimetypes.guess_extension(mime.split(";", 1)[0].strip()) or ".bin"
+            kind = mime.split(";", 1)[0].strip().lower()
+            extension = _EXTENSIONS.get(kind) or mimetypes.guess_extension(kind) or ".bin"
             base = f"{base or self.stem}{extension}"
         stem, dot, extension = base.rpartition(".")
         name, n = base, 1
