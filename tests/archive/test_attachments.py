@@ -48,7 +48,7 @@ def test_archive_and_restore_keep_a_binary_attachment(client: TestClient, user: 
 def test_export_and_import_keep_a_binary_attachment(
     client: TestClient, user: ApiUser, other_user: ApiUser
 ) -> None:
-    cid, _ = _conversation_with_image(client, user)
+    _conversation_with_image(client, user)
     data = client.get("/api/v1/export", headers=user.headers).content
     assert b'"data_base64"' in data and b"image/png" in data
     response = client.post("/api/v1/import", content=data, headers=other_user.headers)
