@@ -163,6 +163,13 @@ def test_a_server_that_is_down_is_failed_with_its_reason_PROV_3(chat: Chat) -> N
     assert "tools" not in chat.model.chat_requests[-1].body
 
 
+def test_a_server_refusing_our_token_says_so_PROV_3(chat: Chat, mcp: McpServerProcess) -> None:
+    server_id = register(chat, "tools", mcp.url, bearer_token="wrong")
+    health = wait_health(chat, server_id, "failed")
+    assert health["last_error"].endswith("(HTTP 401)")
+    assert "wrong" not in health["last_error"]  # never a header
+
+
 def test_stop_ends_a_turn_within_2_s_while_a_tool_call_hangs_PROV_3(
     chat: Chat, mcp: McpServerProcess, hung: HungServer
 ) -> None:

@@ -164,6 +164,8 @@ class ServerLink:
         self._scope = anyio.CancelScope()
         self._task: asyncio.Task[None] | None = None
         self._logged: str | None = None  # the failure last logged, so it is logged once
+        self._closing = False
+        self._http_status: int | None = None  # the last HTTP error status of this attempt
 
     @property
     def ready(self) -> bool:
@@ -174,6 +176,7 @@ class ServerLink:
 
     async def aclose(self) -> None:
         """Ends the session; waits at most :data:`CLOSE_WAIT` for a server that hangs."""
+        self._closing = True
         self._scope.cancel()
         self._send.close()
         task = self._task
@@ -211,6 +214,10 @@ class ServerLink:
                     reason = "the server ended the session"
                 except Exception as exc:
                     reason = describe(exc)
+                    if self._http_status is not None:  # the SDK's errors do not say it
+                        reason = f"{reason} (HTTP {self._http_status})"
+                if self._closing:
+                    return  # what a session says while it is being closed is not news
                 if self.health.last_success_at is not None and self.health.state == "ready":
                     delay = BACKOFF_FIRST  # it worked for a while: try again soon
                 self._failed(reason)
@@ -227,6 +234,8 @@ class ServerLink:
         # Built in a worker thread: the first one loads the CA bundle (tens of milliseconds
         # the event loop, and every turn on it, would otherwise wait).
         http = await anyio.to_thread.run_sync(self._http_factory, self._policy, config.headers)
+        self._http_status = None
+        http.event_hooks["response"].append(self._saw_response)
         # One scope around the whole session, entered and left in this task: its deadline is
         # the connect timeout until the tools are listed, then lifted.
         with anyio.CancelScope(deadline=anyio.current_time() + config.connect_timeout) as limit:
@@ -245,6 +254,10 @@ class ServerLink:
                     calls.cancel_scope.cancel()  # closing: the lister ends too
         if limit.cancelled_caught:
             raise TimeoutError(f"no answer within {config.connect_timeout:g} s (connect timeout)")
+
+    async def _saw_response(self, response: Any) -> None:
+        if response.status_code >= 400:
+            self._http_status = response.status_code
 
     async def _keep_listing(self, client: Any) -> None:
         """Lists the tools again every ``refresh`` seconds, or when a call failed oddly; a

@@ -13,7 +13,13 @@ message and marked ``completed``; then the next step begins.  A turn ends with `
 
 Stop.  The stop signal is raced against the model stream and the tool call; on stop, the
 text streamed so far is kept as the assistant message (marked ``stopped``), a tool call in
-flight gets an "unknown" result (never replayed), and the run ends ``stopped``.
+flight gets an "unknown" result (never replayed; the call is abandoned inside its server's
+link at once, whatever the server does: ``turns.mcp_links``), and the run ends ``stopped``.
+
+Ask first (PROV-6).  A tool its server marks "ask first" is recorded ``waiting`` and shown
+(the run's ``waiting`` field, an ``approval`` event); the turn — still ``running``, Stop
+still works — waits for the user's answer (``turns.approvals``).  A refusal, or no answer
+in time, is the call's result, so the model learns the user said no.
 
 Guard (TURN-4).  At most ``turn_max_iterations`` model requests and ``turn_max_tool_calls``
 tool calls per turn.  When the guard trips, the turn ends ``completed`` with a note and an
