@@ -146,6 +146,30 @@ class Settings(BaseSettings):
         default=False, description="Mark the session cookie Secure (set behind HTTPS)."
     )
     log_level: str = Field(default="INFO", description="Logging level.")
+    signin_failures_per_name: int = Field(
+        default=5,
+        ge=1,
+        description="Failed sign-ins a user name gets before each further one doubles the wait "
+        "(SEC-2: 429 rate_limited with Retry-After, from 1 s).",
+    )
+    signin_failures_per_address: int = Field(
+        default=20,
+        ge=1,
+        description="Failed sign-ins a client address (an IPv6 /64) gets, over all names, before "
+        "each further one doubles the wait (SEC-2).",
+    )
+    signin_max_delay: float = Field(
+        default=900.0,
+        gt=0,
+        description="Longest sign-in back-off, in seconds (SEC-2); counts are forgotten after "
+        "an hour without a failure.",
+    )
+    trusted_proxies: str = Field(
+        default="",
+        description="Comma-separated addresses or networks of reverse proxies whose "
+        "X-Forwarded-For names the client for sign-in throttling (* for any). Empty: the "
+        "connection's address.",
+    )
 
     def sqlalchemy_url(self) -> str:
         """The database URL, defaulting to SQLite inside the state directory."""

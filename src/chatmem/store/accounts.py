@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from chatmem.auth.secrets import digest, hash_password, new_secret, verify_password
 from chatmem.errors import Conflict, InvalidInput, NotFound, Unauthorized
-from chatmem.store.db import connection_of
+from chatmem.store.db import Database, connection_of
 from chatmem.store.tables.accounts import ApiToken, BrowserSession, SigninLink, User
 from chatmem.store.types import utcnow
 
@@ -74,12 +74,23 @@ def set_password(user: User, password: str) -> None:
     user.password_hash = hash_password(password)
 
 
-def authenticate(session: Session, name: str, password: str) -> User:
-    """The user whose password this is, or :class:`Unauthorized` (same answer for both misses)."""
-    user = user_by_name(session, name)
-    if not verify_password(user.password_hash if user else None, password) or user is None:
+_PASSWORD_OF = select(User.id, User.password_hash).where(User.name == bindparam("name"))
+
+
+def check_password(db: Database, name: str, password: str) -> str:
+    """The id of the user whose password this is, or :class:`Unauthorized` (the same answer
+    for a wrong password and an unknown name).
+
+    SEC-2: the stored hash is read in a short read transaction that ends before the slow
+    argon2 verification starts, so no database lock (least of all SQLite's write lock) is held
+    while hashing; an unknown name, or a user without a password, is verified against a dummy
+    hash made with the same parameters, so it costs the same time."""
+    with db.read_connection() as connection:
+        row = connection.execute(_PASSWORD_OF, {"name": name}).first()
+    stored = row.password_hash if row is not None else None
+    if not verify_password(stored, password) or row is None:
         raise Unauthorized("Wrong user name or password.")
-    return user
+    return str(row.id)
 
 
 # --- API tokens --------------------------------------------------------------------------

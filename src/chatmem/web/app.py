@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from chatmem import __version__
+from chatmem.auth.throttle import throttle_from_settings, trusted_proxies_from_settings
 from chatmem.models.secrets import check_env_key, load_key
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
@@ -29,11 +30,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Refuse to build an app on a malformed CHATMEM_ENCRYPTION_KEY / allow-list (PROF-3, PROF-4).
     check_env_key(settings.encryption_key)
     endpoint_policy = EndpointPolicy.from_settings(settings)
+    trusted_proxies = trusted_proxies_from_settings(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         db = open_database(settings)
         app.state.db = db
+        # SEC-2: sign-in throttling, in Redis when configured (replicas share the counts).
+        app.state.signin_throttle = throttle_from_settings(settings)
         try:
             app.state.secrets = load_key(settings.state_dir, settings.encryption_key)
             # Turns: recover runs of dead processes (TURN-3), start the coordinator.
@@ -47,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             finally:
                 await turns.close()
         finally:
+            await app.state.signin_throttle.close()
             db.dispose()
 
     app = FastAPI(
@@ -60,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.credentials = CredentialCache()
     app.state.endpoint_policy = endpoint_policy
+    app.state.trusted_proxies = trusted_proxies
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     install_api(app)

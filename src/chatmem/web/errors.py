@@ -76,7 +76,11 @@ def error_response(
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ChatmemError)
     async def _chatmem(_: Request, exc: ChatmemError) -> JSONResponse:
-        return error_response(exc.code, exc.message, details=exc.data)
+        response = error_response(exc.code, exc.message, details=exc.data)
+        retry_after = exc.data.get("retry_after")
+        if exc.code == "rate_limited" and isinstance(retry_after, int):
+            response.headers["Retry-After"] = str(retry_after)  # CONTRACT: 429 carries it
+        return response
 
     @app.exception_handler(EngineError)
     async def _engine(_: Request, exc: EngineError) -> JSONResponse:

@@ -1,7 +1,8 @@
 """Signing in and out, the one-time sign-in link, and ``/api/v1/me``.
 
 ``POST /api/v1/auth/login`` checks a name and password and opens a browser session (cookies,
-see :mod:`chatmem.auth.cookies`); ``GET /auth/link/{token}`` redeems a one-time link, opens a
+see :mod:`chatmem.auth.cookies`), throttled per name and per client address
+(:mod:`chatmem.auth.throttle`); ``GET /auth/link/{token}`` redeems a one-time link, opens a
 session and redirects to ``/``; ``POST /api/v1/auth/logout`` closes the session.
 """
 
@@ -11,11 +12,16 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
 from chatmem.auth.cookies import SESSION_COOKIE, clear_session_cookies, set_session_cookies
+from chatmem.auth.throttle import SigninThrottle
+from chatmem.errors import Unauthorized
 from chatmem.store import accounts
+from chatmem.store.db import Database
+from chatmem.store.tables.accounts import User
 from chatmem.web.api.schemas import Body, user_public
-from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.deps import CurrentUser, DatabaseDep, DbSession, SettingsDep
 
 router = APIRouter(tags=["auth"])
 
@@ -25,14 +31,36 @@ class Login(Body):
     password: str
 
 
-@router.post("/api/v1/auth/login")
-def login(
-    body: Login, session: DbSession, settings: SettingsDep, response: Response
+def _open_session(db: Database, user_id: str) -> tuple[str, str, dict[str, Any]]:
+    with db.session(write=True) as session:
+        user = session.get(User, user_id)
+        if user is None:  # deleted between the check and now
+            raise Unauthorized("Wrong user name or password.")
+        token, csrf = accounts.open_browser_session(session, user)
+        return token, csrf, user_public(user)
+
+
+@router.post(
+    "/api/v1/auth/login",
+    responses={429: {"description": "Too many failed sign-ins (`rate_limited`, Retry-After)"}},
+)
+async def login(
+    body: Login, request: Request, db: DatabaseDep, settings: SettingsDep, response: Response
 ) -> dict[str, Any]:
-    user = accounts.authenticate(session, body.name, body.password)
-    token, csrf = accounts.open_browser_session(session, user)
+    """SEC-2: throttled per name and per client address (``429 rate_limited`` with
+    ``Retry-After``, :mod:`chatmem.auth.throttle`); the password is verified outside any
+    database transaction, and the session is recorded after, in a short write."""
+    state = request.app.state
+    throttle: SigninThrottle = state.signin_throttle
+    address = state.trusted_proxies.client_address(
+        request.client.host if request.client else None, request.headers.get("x-forwarded-for")
+    )
+    ticket = await throttle.admit(body.name, address)
+    user_id = await run_in_threadpool(accounts.check_password, db, body.name, body.password)
+    await throttle.succeeded(ticket)
+    token, csrf, user = await run_in_threadpool(_open_session, db, user_id)
     set_session_cookies(response, token, csrf, secure=settings.secure_cookies)
-    return {"user": user_public(user), "csrf_token": csrf}
+    return {"user": user, "csrf_token": csrf}
 
 
 @router.post("/api/v1/auth/logout", status_code=204)
