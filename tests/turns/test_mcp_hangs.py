@@ -219,3 +219,24 @@ def test_a_call_past_its_timeout_has_an_unknown_result_and_the_turn_goes_on_PROV
     assert [r.getMessage() for r in caplog.records if "MCP server" in r.getMessage()] == [
         "MCP server tools: tool slow had no answer within 0.3 s (call timeout)"
     ]
+
+
+def test_a_server_removed_during_a_call_leaves_an_unknown_result_PROV_3(
+    chat: Chat, mcp: McpServerProcess
+) -> None:
+    tools_id = register(chat, "tools", mcp.url)
+    wait_until_ready(lambda path: chat.client.get(path, headers=chat.headers), tools_id)
+    chat.model.tool_call("slow", {"seconds": 30, "label": "removed"}, id="call_removed")
+    chat.model.reply("The server went away.")
+    run_id = chat.start("Slow, please")
+    deadline = time.monotonic() + 10
+    while "removed" not in mcp.stats()["started"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    deleted = chat.client.delete(f"/api/v1/mcp-servers/{tools_id}", headers=chat.headers)
+    assert deleted.status_code == 204
+    run = chat.wait(run_id, timeout=5)
+    assert run["status"] == "completed"
+    tool = [m for m in chat.messages() if m["role"] == "tool"][-1]
+    assert tool["meta"]["status"] == "unknown"
+    assert "connection to the MCP server 'tools' ended during the call" in tool["content"]

@@ -69,6 +69,14 @@ class ServerUnavailable(Exception):
         self.reason = reason
 
 
+class CallLost(Exception):
+    """The session ended while the call was on its way: its result is unknown."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class CallTimedOut(Exception):
     """The call had no answer within the server's call timeout: its result is unknown."""
 
@@ -206,6 +214,19 @@ class ServerLink:
 
     # -- the link's task ------------------------------------------------------------------
     async def _run(self) -> None:
+        try:
+            await self._connect_and_serve()
+        finally:
+            # Closed (the server was removed or changed, or the app stops): what still
+            # waits on the channel gets its answer, so no caller waits for ever.
+            while True:
+                try:
+                    call = self._receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                call.answer(error=ServerUnavailable("the server's session was closed"))
+
+    async def _connect_and_serve(self) -> None:
         delay = BACKOFF_FIRST
         with self._scope:
             while True:
@@ -247,6 +268,7 @@ class ServerLink:
             ):
                 self._listed(await _list_tools(client))
                 limit.deadline = math.inf
+                self._http_status = None  # from now on, a status says why the session ended
                 async with anyio.create_task_group() as calls:
                     calls.start_soon(self._keep_listing, client)
                     async for call in self._receive:
@@ -279,8 +301,8 @@ class ServerLink:
             with scope:
                 result = await client.call_tool(call.tool, call.arguments)
         except anyio.get_cancelled_exc_class():
-            # The session is going away under the call: it was not answered.
-            call.answer(error=ServerUnavailable("the connection was lost during the call"))
+            # The session is going away under the call: it may have run, or not.
+            call.answer(error=CallLost("the session ended during the call"))
             raise
         except Exception as exc:
             call.answer(error=exc)

@@ -195,7 +195,7 @@ class McpToolBox(ToolBox):
         return self._routes.get(name)
 
     async def call(self, name: str, arguments: str) -> ToolOutcome:
-        from chatmem.turns.mcp_links import CallTimedOut, ServerUnavailable
+        from chatmem.turns.mcp_links import CallLost, CallTimedOut, ServerUnavailable
 
         route = self._routes.get(name)
         if route is None:
@@ -212,6 +212,14 @@ class McpToolBox(ToolBox):
             return ToolOutcome(
                 f"The tool did not answer within {exc.seconds:g} s. Its result is unknown; "
                 "it was not repeated automatically.",
+                is_error=True,
+                unknown=True,
+            )
+        except CallLost:
+            return ToolOutcome(
+                f"The result of this tool call is unknown: the connection to the MCP server "
+                f"{route.server_name!r} ended during the call. It was not repeated "
+                "automatically.",
                 is_error=True,
                 unknown=True,
             )
