@@ -56,6 +56,7 @@ EDITABLE = (
     "output_price_per_mtok",
     "free",
     "stateless",
+    "accepts_images",
     "summarizer_profile_id",
     "shared",
     "economy_pairs",
@@ -141,6 +142,7 @@ def create_profile(
         tokenizer="estimate",
         free=False,
         stateless=False,
+        accepts_images=False,
     )
     _apply(session, row, user, secrets, policy, fields, creating=True)
     session.add(row)
@@ -380,6 +382,7 @@ def public_view(row: ModelProfile, user: User) -> dict[str, Any]:
         "free": row.free,
         "prices": prices,
         "stateless": row.stateless,
+        "accepts_images": row.accepts_images,
         "summarizer_profile_id": row.summarizer_profile_id,
         "shared": row.shared,
         "owned": row.user_id == user.id,

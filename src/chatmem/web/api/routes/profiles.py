@@ -89,6 +89,8 @@ class ProfileCreate(MemoryKnobs):
     output_price_per_mtok: Price | None = None
     free: bool = False
     stateless: bool = False
+    #: PROJ-2, PROV-4: the model takes image input (stored; images are not sent yet).
+    accepts_images: bool = False
     summarizer_profile_id: str | None = None
     shared: bool = False
 
@@ -107,6 +109,7 @@ class ProfileUpdate(MemoryKnobs):
     output_price_per_mtok: Price | None = None
     free: bool | None = None
     stateless: bool | None = None
+    accepts_images: bool | None = None
     summarizer_profile_id: str | None = None
     shared: bool | None = None
 
