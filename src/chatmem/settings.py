@@ -65,6 +65,30 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024, description="Largest accepted JSON request body, in bytes."
     )
+    max_json_depth: int = Field(
+        default=64,
+        ge=2,
+        le=1000,
+        description="Deepest JSON nesting accepted in a request body or an import file (SEC-1).",
+    )
+    max_string_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        ge=1024,
+        description="Longest JSON string accepted in a request body or an import file, in bytes "
+        "as sent (SEC-1).",
+    )
+    max_json_items: int = Field(
+        default=100_000,
+        ge=10,
+        description="Most items in one JSON list (or members in one object) of a request body "
+        "(SEC-1).",
+    )
+    max_import_conversation_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description="Largest single conversation in an import file, in bytes as sent: the "
+        "import holds one conversation in memory at a time (SEC-1).",
+    )
     archive_storage: Literal["auto", "file", "database"] = Field(
         default="auto",
         description=(

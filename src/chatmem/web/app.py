@@ -22,6 +22,7 @@ from chatmem.web.api import install_api
 from chatmem.web.body_limit import BodyLimitMiddleware
 from chatmem.web.deps import CredentialCache
 from chatmem.web.errors import install_error_handlers
+from chatmem.web.json_bounds import JsonBoundsMiddleware
 from chatmem.web.ui import install_ui
 
 
@@ -67,6 +68,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.endpoint_policy = endpoint_policy
     app.state.trusted_proxies = trusted_proxies
     install_error_handlers(app)
+    # Outermost last: the size cap counts the bytes before the JSON bounds read them (SEC-1).
+    app.add_middleware(JsonBoundsMiddleware, settings=settings)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     install_api(app)
     install_ui(app)

@@ -1,0 +1,348 @@
+"""Input bounds (SEC-1): every JSON body and import file is bounded before it is parsed.
+
+A JSON parser's memory is not bounded by its input's size alone: ijson builds a prefix string
+per nesting level (memory grows with the square of the depth — 400 KB of ``[`` took a server
+to 21 GB), and a single string or conversation can be as large as the whole upload.  So bytes
+pass a cheap structural scan *before* any parser sees them:
+
+* :class:`JsonScanner` follows the bytes as they arrive, chunk by chunk, and refuses a nesting
+  deeper than ``max_depth``, a string longer than ``max_string_bytes`` (as sent, escapes
+  included) and — for imports — one conversation larger than ``max_item_bytes``.  It tracks
+  only a depth counter and whether it is inside a string: one regular expression consumes
+  everything between two brackets (strings included), so Python code runs per bracket, not
+  per byte.  It can also report the keys of the top-level object (the import's own format
+  refuses unknown ones without building the document).
+* :func:`loads` parses a request body that passed the scan and checks the value: strings
+  valid Unicode without NUL (no lone surrogate, no ``\\u0000`` — PostgreSQL cannot store NUL
+  and SQLite cannot encode a surrogate, so both backends refuse alike), at most ``max_items``
+  elements in an array or object, numbers finite (``1e999`` is not Infinity) and whole numbers
+  within a signed 64-bit range (what both databases can store and compare).
+
+Every refusal is :class:`~chatmem.errors.InvalidInput` naming what and where (the CONTRACT's
+``invalid_input``); nothing has been parsed, let alone written, when it is raised.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from chatmem.errors import InvalidInput
+
+#: The largest whole number accepted anywhere (both databases store and compare 64 bits).
+MAX_INT = 2**63 - 1
+
+DEFAULT_MAX_DEPTH = 64
+DEFAULT_MAX_STRING_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_ITEMS = 100_000
+DEFAULT_MAX_ITEM_BYTES = 256 * 1024 * 1024
+
+# Everything up to the next bracket: runs of plain bytes and whole strings.  Every byte has
+# exactly one way to match, so the greedy star never backtracks, and the match cannot fail —
+# it stops at a bracket, at the opening quote of a string that does not end in this chunk, or
+# at the chunk's end.
+_SPAN = re.compile(rb'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+', re.DOTALL)
+_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+# The rest of a string that began in an earlier chunk: up to its closing quote, or as far as
+# this chunk goes (stopping before a trailing backslash whose escaped byte comes next).
+_STRING_REST = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+_STRING_PART = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
+_KEY = re.compile(rb'("[^"\\]*+(?:\\.[^"\\]*+)*+")\s*+:', re.DOTALL)
+_OPEN = frozenset(b"[{")
+_TOP_BUFFER = 64 * 1024
+_QUOTE = ord('"')
+_NUL_ESCAPE = b"\\u0000"
+_BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The limits, from settings (``CHATMEM_MAX_JSON_DEPTH`` …) or the defaults."""
+
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_string_bytes: int = DEFAULT_MAX_STRING_BYTES
+    max_items: int = DEFAULT_MAX_ITEMS
+    max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Bounds:
+        return cls(
+            max_depth=settings.max_json_depth,
+            max_string_bytes=settings.max_string_bytes,
+            max_items=settings.max_json_items,
+            max_item_bytes=settings.max_import_conversation_bytes,
+        )
+
+
+def _size(n: int) -> str:
+    if n >= 1024 * 1024:
+        return f"{n / (1024 * 1024):.4g} MB"
+    if n >= 1024:
+        return f"{n / 1024:.4g} KB"
+    return f"{n} bytes"
+
+
+class JsonScanner:
+    """A streaming structural check of JSON bytes; :meth:`feed` each chunk in order.
+
+    ``item_depth``: the nesting level of the items whose size ``max_item_bytes`` bounds (2 for
+    the conversations of a top-level list, 3 for ``{"conversations": [...]}``); ``None``
+    bounds no item.  ``on_top_key`` is called with each key of a top-level object.  The
+    scanner trusts nothing about validity — the parser after it still refuses broken JSON —
+    but whatever passes it is bounded in depth, string length and item size."""
+
+    def __init__(
+        self,
+        bounds: Bounds,
+        *,
+        item_depth: int | None = None,
+        on_top_key: Callable[[str], None] | None = None,
+    ) -> None:
+        self.bounds = bounds
+        self.item_depth = item_depth
+        self.on_top_key = on_top_key
+        self.depth = 0
+        self.offset = 0  # bytes fed so far
+        self._in_string = False
+        self._string_bytes = 0
+        self._escaped = False  # in a string, the previous chunk ended with a backslash
+        self._item_start: int | None = None
+        self._top_is_object = False
+        self._top = bytearray()
+        #: A ``\u0000`` escape went by (perhaps as literal text): strings may hold NUL.
+        self.saw_nul = False
+        self._tail = b""
+
+    # -- refusals ------------------------------------------------------------------------
+
+    def _too_deep(self) -> InvalidInput:
+        return InvalidInput(
+            f"The JSON nests deeper than {self.bounds.max_depth} levels "
+            f"(after {self.offset:,} bytes); this server reads at most that."
+        )
+
+    def _too_long(self) -> InvalidInput:
+        return InvalidInput(
+            f"A JSON string is longer than {_size(self.bounds.max_string_bytes)} "
+            f"(after {self.offset:,} bytes); this server reads at most that."
+        )
+
+    def _check_item(self, position: int) -> None:
+        if (
+            self._item_start is not None
+            and position - self._item_start > self.bounds.max_item_bytes
+        ):
+            raise InvalidInput(
+                f"One conversation is larger than {_size(self.bounds.max_item_bytes)} "
+                f"(after {position:,} bytes); this server imports at most that."
+            )
+
+    # -- the scan -------------------------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.saw_nul:
+            self.saw_nul = _NUL_ESCAPE in chunk or _NUL_ESCAPE in self._tail + chunk[:5]
+            self._tail = chunk[-5:]
+        base = self.offset
+        end = len(chunk)
+        pos = 0
+        while pos < end:
+            if self._in_string:
+                stop = self._finish_string(chunk, pos)
+                self._keep_top(chunk, pos, stop)
+                pos = stop
+                continue
+            match = _SPAN.match(chunk, pos)
+            assert match is not None  # the pattern matches the empty string
+            stop = match.end()
+            if stop - pos > self.bounds.max_string_bytes:
+                self._check_strings(chunk, pos, stop)
+            self._keep_top(chunk, pos, stop)
+            if stop == end:
+                break
+            byte = chunk[stop]
+            if byte == _QUOTE:  # a string that goes on in the next chunk
+                self._in_string = True
+                self._string_bytes = 0
+                self._escaped = False
+                self._keep_top(chunk, stop, stop + 1)
+                pos = stop + 1
+                continue
+            if self.depth == 1 and self._top:
+                self._report_top_keys(final=True)
+            if byte in _OPEN:
+                self.depth += 1
+                if self.depth > self.bounds.max_depth:
+                    self.offset = base + stop
+                    raise self._too_deep()
+                if self.depth == 1:
+                    self._top_is_object = byte == ord("{")
+                if self.depth == self.item_depth:
+                    self._item_start = base + stop
+            else:
+                if self.depth == self.item_depth:
+                    self._check_item(base + stop)
+                    self._item_start = None
+                self.depth = max(0, self.depth - 1)
+            self._check_item(base + stop)
+            pos = stop + 1
+        self.offset = base + end
+        self._check_item(self.offset)
+        if len(self._top) > _TOP_BUFFER:
+            self._report_top_keys(final=False)
+
+    def _keep_top(self, chunk: bytes, start: int, stop: int) -> None:
+        """Bytes of the top-level object itself (keys and scalar values, not nested values)
+        are kept until the next bracket, so a key split across chunks is still seen."""
+        if self.depth == 1 and self._top_is_object and self.on_top_key is not None:
+            self._top += chunk[start:stop]
+
+    def _report_top_keys(self, *, final: bool) -> None:
+        assert self.on_top_key is not None
+        kept = 0
+        for match in _KEY.finditer(self._top):
+            kept = match.end()
+            try:
+                key = json.loads(match.group(1))
+            except (ValueError, UnicodeDecodeError):
+                continue  # broken JSON: the parser reports it
+            self.on_top_key(key)
+        # Before a bracket everything is complete; otherwise a key may still be arriving.
+        self._top = bytearray() if final else self._top[kept:]
+
+    def _finish_string(self, chunk: bytes, pos: int) -> int:
+        """Inside a string from ``pos``: the position after its closing quote, or the chunk's
+        end (the string goes on).  Only reached for strings that cross a chunk boundary."""
+        start = pos
+        if self._escaped and pos < len(chunk):  # the previous chunk ended with a backslash
+            pos += 1
+            self._escaped = False
+        done = _STRING_REST.match(chunk, pos)
+        if done is not None:
+            self._grow_string(done.end() - 1 - start)
+            self._in_string = False
+            return done.end()
+        part = _STRING_PART.match(chunk, pos)
+        assert part is not None  # matches the empty string
+        self._escaped = part.end() < len(chunk)  # stopped at a trailing backslash
+        self._grow_string(len(chunk) - start)
+        return len(chunk)
+
+    def _grow_string(self, n: int) -> None:
+        self._string_bytes += n
+        if self._string_bytes > self.bounds.max_string_bytes:
+            raise self._too_long()
+
+    def _check_strings(self, chunk: bytes, start: int, stop: int) -> None:
+        limit = self.bounds.max_string_bytes + 2  # the quotes
+        for match in _STRING.finditer(chunk, start, stop):
+            if match.end() - match.start() > limit:
+                raise self._too_long()
+
+
+def scan(data: bytes, bounds: Bounds) -> None:
+    """The structural check of a whole body (see :class:`JsonScanner`)."""
+    JsonScanner(bounds).feed(data)
+
+
+# -- parsed values ---------------------------------------------------------------------------
+
+
+def _constant(name: str) -> float:
+    return math.nan  # NaN, Infinity, -Infinity: refused by check_value, with the field named
+
+
+def _bounded_int(text: str) -> int:
+    # Past 19 digits it is out of range anyway; converting thousands of digits costs time.
+    return int(text) if len(text) <= 20 else MAX_INT + 1
+
+
+def loads(data: bytes | str, bounds: Bounds = Bounds()) -> Any:
+    """A bounded ``json.loads``: the structural scan first, then the parse, then
+    :func:`check_value`.  Broken JSON raises ``json.JSONDecodeError`` (or
+    ``UnicodeDecodeError``) as ``json.loads`` would; bounds raise InvalidInput."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    scan(raw, bounds)
+    value = json.loads(data, parse_constant=_constant, parse_int=_bounded_int)
+    check_value(value, bounds)
+    return value
+
+
+def check_value(value: Any, bounds: Bounds = Bounds(), where: str = "") -> None:
+    """Refuse text that is not valid Unicode or holds NUL, too many items, non-finite numbers
+    and whole numbers beyond 64 bits, anywhere in ``value``; the message names the field."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, path)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not -MAX_INT - 1 <= item <= MAX_INT:
+                raise InvalidInput(
+                    f"{path or 'body'}: the number is out of range (whole numbers fit in 64 bits)"
+                )
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidInput(f"{path or 'body'}: numbers must be finite (1e999 is not)")
+        elif isinstance(item, dict):
+            if len(item) > bounds.max_items:
+                raise InvalidInput(
+                    f"{path or 'body'}: more than {bounds.max_items:,} members in one object"
+                )
+            if depth >= bounds.max_depth:
+                raise InvalidInput(f"{path or 'body'}: nested deeper than {bounds.max_depth}")
+            for key, child in item.items():
+                _check_text(key, f"{path}.{key}" if path else str(key), key=True)
+                stack.append((child, f"{path}.{key}" if path else str(key), depth + 1))
+        elif isinstance(item, list):
+            if len(item) > bounds.max_items:
+                raise InvalidInput(
+                    f"{path or 'body'}: more than {bounds.max_items:,} items in one list"
+                )
+            if depth >= bounds.max_depth:
+                raise InvalidInput(f"{path or 'body'}: nested deeper than {bounds.max_depth}")
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
+
+
+def _check_text(text: str, path: str, *, key: bool = False) -> None:
+    if text.isascii() and "\x00" not in text:
+        return
+    bad = _BAD_TEXT.search(text)
+    if bad is None:
+        return
+    what = "a key" if key else (path or "body")
+    if bad.group() == "\x00":
+        raise InvalidInput(f"{_short(what)}: text must not contain NUL (\\u0000)")
+    raise InvalidInput(
+        f"{_short(what)}: text must be valid Unicode (a lone surrogate such as "
+        f"\\u{ord(bad.group()):04x} is not)"
+    )
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "…"
+
+
+def clean_value(value: Any) -> Any:
+    """``value`` with :func:`clean_text` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k): clean_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_value(v) for v in value]
+    return value
+
+
+def clean_text(text: str) -> str:
+    """What import does instead of refusing (foreign exports do carry these): NUL and lone
+    surrogates become U+FFFD, the same on every backend."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    return _BAD_TEXT.sub("\ufffd", text)
