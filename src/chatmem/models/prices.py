@@ -6,17 +6,36 @@ maintained table shipped as a package snapshot — nothing is downloaded at run 
 with the profile's base URL to pick the right provider, then by model id alone.  A model the
 table does not know is treated as free but reported with ``source="unknown"`` so the UI can say
 the cost is not known rather than pretend it is zero.
+
+An override is a number from 0 to :data:`MAX_PRICE_PER_MTOK` (SEC-1: ``1e999`` would make
+every price and usage total Infinity); one stored outside that range by an older version is
+ignored as if unset.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 from chatmem.context.values import Prices
 
 PriceSource = Literal["free", "override", "table", "unknown"]
+
+#: The highest price a profile may set, in USD per million tokens (the dearest models today
+#: cost a few hundred).
+MAX_PRICE_PER_MTOK = 10_000.0
+
+
+def valid_price(value: object) -> bool:
+    """A price override is a finite number from 0 to :data:`MAX_PRICE_PER_MTOK`."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= MAX_PRICE_PER_MTOK
+    )
 
 
 @dataclass(frozen=True)
@@ -50,6 +69,10 @@ def resolve_prices(
 ) -> PriceInfo:
     if free:
         return PriceInfo(Prices(0.0, 0.0, free=True), "free")
+    if input_per_mtok is not None and not valid_price(input_per_mtok):
+        input_per_mtok = None
+    if output_per_mtok is not None and not valid_price(output_per_mtok):
+        output_per_mtok = None
     looked_up = None
     if input_per_mtok is None or output_per_mtok is None:
         looked_up = table_prices(model, base_url)

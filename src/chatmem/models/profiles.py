@@ -30,7 +30,12 @@ from sqlalchemy.orm import Session
 from chatmem.context.values import INSTRUCTIONS_ROLES, Profile, default_answer_reserve
 from chatmem.errors import Forbidden, InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
-from chatmem.models.prices import PriceInfo, resolve_prices
+from chatmem.models.prices import (
+    MAX_PRICE_PER_MTOK,
+    PriceInfo,
+    resolve_prices,
+    valid_price,
+)
 from chatmem.models.secrets import SecretBox, profile_aad
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.store.engine import profile_visible_to
@@ -243,10 +248,11 @@ def _validate(session: Session, user: User, row: Any) -> None:
         raise InvalidInput(f"tokenizer: one of {', '.join(TOKENIZERS)}")
     for name in ("input_price_per_mtok", "output_price_per_mtok"):
         price = getattr(row, name)
-        if price is not None and (
-            isinstance(price, bool) or not isinstance(price, (int, float)) or not price >= 0
-        ):
-            raise InvalidInput("prices must not be negative")
+        if price is not None and not valid_price(price):
+            raise InvalidInput(
+                f"{name}: must be a number from 0 to {MAX_PRICE_PER_MTOK:,.0f} (USD per "
+                "million tokens)"
+            )
     if row.summarizer_profile_id is not None:
         if row.summarizer_profile_id == row.id:
             raise InvalidInput("summarizer_profile_id: a profile cannot summarise for itself")

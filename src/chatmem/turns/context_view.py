@@ -261,7 +261,8 @@ _BASE = "_memo_messages"
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    # Never Infinity or NaN: they are not JSON, and the page's JSON.parse fails on them (SEC-1).
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
 def plan_bytes(cache: ContextCache, body: dict[str, Any]) -> bytes:

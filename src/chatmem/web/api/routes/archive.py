@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from chatmem.bounds import MAX_INT
 from chatmem.store import conversations as store
 from chatmem.store.archive import MAX_PAGE, Archiver
 from chatmem.store.quotas import Limits
@@ -48,7 +49,7 @@ def list_archive(
     archiver: ArchiverDep,
     q: str | None = Query(None, max_length=500),
     limit: int = Query(50, ge=1, le=MAX_PAGE),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_INT),
 ) -> dict[str, Any]:
     items, total = archiver.search(user.id, q, limit=limit, offset=offset)
     following = offset + len(items)

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Response
 
+from chatmem.bounds import MAX_INT
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store import conversations as store
 from chatmem.store.engine import engine_profile_for, profile_visible
@@ -45,7 +46,7 @@ def list_conversations(
     session: DbSession,
     limit: int = Query(store.DEFAULT_PAGE, ge=1, le=store.MAX_PAGE),
     cursor: str | None = None,
-    offset: int | None = Query(None, ge=0),
+    offset: int | None = Query(None, ge=0, le=MAX_INT),
     q: str | None = Query(None, max_length=500),
     folder_id: str | None = None,
 ) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
+from chatmem.bounds import MAX_INT
 from chatmem.store import conversations as store
 from chatmem.store import messages as store_messages
 from chatmem.store.engine import latest_summary, memory_status
@@ -37,7 +38,7 @@ def list_messages(
     conversation_id: str,
     user: CurrentUser,
     session: DbSession,
-    after_seq: int | None = Query(None, ge=0),
+    after_seq: int | None = Query(None, ge=0, le=MAX_INT),
     limit: int | None = Query(None, ge=1, le=10_000),
 ) -> dict[str, Any]:
     """The whole history by default (STORE-2), each message with its status (CTX-14);

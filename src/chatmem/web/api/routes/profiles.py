@@ -25,6 +25,7 @@ from chatmem.context.values import InstructionsRole
 from chatmem.errors import EndpointNotAllowed, ProviderError
 from chatmem.models import profiles as repo
 from chatmem.models.client import ModelClient, RetryPolicy
+from chatmem.models.prices import MAX_PRICE_PER_MTOK
 from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_DEFAULT,
     CONTEXT_WINDOW_MAX,
@@ -37,7 +38,7 @@ from chatmem.web.model_deps import EndpointPolicyDep, SecretsDep
 router = APIRouter(prefix="/api/v1/profiles", tags=["profiles"])
 
 Window = Annotated[int, Field(ge=CONTEXT_WINDOW_MIN, le=CONTEXT_WINDOW_MAX)]
-Price = Annotated[float, Field(ge=0)]
+Price = Annotated[float, Field(ge=0, le=MAX_PRICE_PER_MTOK, allow_inf_nan=False)]
 Tokenizer = Literal["estimate", "o200k_base", "cl100k_base"]
 Text = Annotated[str, Field(min_length=1, max_length=200)]
 Url = Annotated[str, Field(min_length=1, max_length=2048)]

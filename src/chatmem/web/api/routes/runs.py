@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 
+from chatmem.bounds import MAX_INT
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.turns import runs
 from chatmem.turns.events import RunEvent
@@ -56,6 +57,8 @@ def _cursor(value: str | None) -> int:
         raise InvalidInput("Last-Event-ID must be an event sequence number") from None
     if cursor < 0:
         raise InvalidInput("Last-Event-ID must not be negative")
+    if cursor > MAX_INT:
+        raise InvalidInput("Last-Event-ID is out of range")
     return cursor
 
 
