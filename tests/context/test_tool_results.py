@@ -59,6 +59,8 @@ def test_ctx13_a_tool_result_too_large_for_the_window_is_left_out_and_named(mode
     assert not any(m.get("role") == "tool" for m in result.messages)
     assert not any(m.get("tool_calls") for m in result.messages)
     assert not result.compaction.needed  # nothing is folded for a refused turn
+    # the refusal counts what the turn would need (CTX-19, CTX-21: never disagree)
+    assert result.tokens.used + result.tokens.reserve > result.tokens.window
     with pytest.raises(ToolResultTooLarge) as caught:
         result.require_fit()
     error = caught.value

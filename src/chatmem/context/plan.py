@@ -337,7 +337,8 @@ def _plan(
                 else None
             )
             if cut is not None:
-                oversized, turn_sent, turn_statuses, turn_tokens = cut
+                # Not sent, but counted: the refusal says what the turn would need (CTX-19).
+                oversized, turn_sent, turn_statuses, _left = cut
     window_sent_tail: list[dict[str, Any]] = []
     auto_file_tokens = _auto_file_tokens(conversation.files, tok)
     fold: _Fold | None = None
