@@ -41,9 +41,7 @@ def longest_string(value: Any) -> int:
     if isinstance(value, list):
         return max((longest_string(v) for v in value), default=0)
     if isinstance(value, dict):
-        return max(
-            (max(longest_string(k), longest_string(v)) for k, v in value.items()), default=0
-        )
+        return max((max(longest_string(k), longest_string(v)) for k, v in value.items()), default=0)
     return 0
 
 
@@ -72,9 +70,7 @@ def test_the_scanner_measures_depth_like_a_parser_whatever_the_chunks(
 
 @settings(max_examples=300, deadline=None)
 @given(VALUES, st.lists(st.integers(0, 10_000), max_size=8))
-def test_the_scanner_bounds_strings_and_sees_top_keys_and_nul(
-    value: Any, cuts: list[int]
-) -> None:
+def test_the_scanner_bounds_strings_and_sees_top_keys_and_nul(value: Any, cuts: list[int]) -> None:
     data = json.dumps(value, ensure_ascii=False).encode()
     limit = 8
     keys: list[str] = []

@@ -46,9 +46,7 @@ def test_hostile_bodies_are_refused_before_the_route_parses_them(
 ) -> None:
     user = make_user(client, "alice")
     started = time.perf_counter()
-    response = client.post(
-        "/api/v1/conversations", content=body, headers={**user.headers, **JSON}
-    )
+    response = client.post("/api/v1/conversations", content=body, headers={**user.headers, **JSON})
     assert time.perf_counter() - started < 2
     assert response.status_code == 422, response.text
     error = response.json()["error"]

@@ -133,18 +133,17 @@ def test_native_sample_keeps_everything() -> None:
 
 
 def test_native_profile_never_carries_secrets() -> None:
-    doc = {
+    """Only the engine's knobs travel; a file naming an API key or an endpoint is refused
+    with the field named (SEC-1: our own format has no unknown keys), never half-read."""
+    doc: dict[str, Any] = {
         "format": "chatmem.export/1",
-        "conversations": [
-            {
-                "id": "c",
-                "profile": {"context_window": 1000, "api_key": "sk-secret", "base_url": "x"},
-                "messages": [],
-            }
-        ],
+        "conversations": [{"id": "c", "profile": {"context_window": 1000}, "messages": []}],
     }
     (conversation,) = read_all(json.dumps(doc))
     assert conversation.profile == {"context_window": 1000}
+    doc["conversations"][0]["profile"].update(api_key="sk-secret", base_url="x")
+    with pytest.raises(ImportFormatError, match=r"profile\.api_key: unknown field"):
+        read_all(json.dumps(doc))
 
 
 @pytest.mark.parametrize(

@@ -66,11 +66,13 @@ def model_server_process() -> Iterator[RemoteModelServer]:
 
 class ServeProcess:
     """``chatmem serve`` as a subprocess on a fixed port and state directory (SQLite there
-    unless ``env`` names another database)."""
+    unless ``env`` names another database).  ``module`` runs another entry point with the
+    same arguments (``tests.support.offline``: no way off loopback)."""
 
-    def __init__(self, state: Path, **env: str) -> None:
+    def __init__(self, state: Path, *, module: str = "chatmem", **env: str) -> None:
         self.state = state
         self.port = free_port()
+        self.module = module
         self.extra_env = env
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -107,7 +109,7 @@ class ServeProcess:
             **self.extra_env,
         )
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chatmem", "serve", "--port", str(self.port)],
+            [sys.executable, "-m", self.module, "serve", "--port", str(self.port)],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -74,7 +74,9 @@ def test_finding4_a_huge_last_event_id_is_refused(chat: Chat) -> None:
             f"/api/v1/runs/{run_id}/events", headers={**chat.headers, "Last-Event-ID": value}
         )
         _refused(response)
-        _refused(chat.client.get(f"/api/v1/runs/{run_id}/events?after={value}", headers=chat.headers))
+        _refused(
+            chat.client.get(f"/api/v1/runs/{run_id}/events?after={value}", headers=chat.headers)
+        )
 
 
 @pytest.mark.parametrize("text", ["a\\u0000b", "\\u0000", "a\\ud800", "\\udc00b"])
@@ -105,14 +107,12 @@ def test_finding4_nul_or_a_lone_surrogate_anywhere_is_refused_and_nothing_writte
         ("PUT", f"/api/v1/conversations/{cid}/summary", b'{"text":' + quoted + b"}"),
         ("POST", "/api/v1/conversations", b'{"title":"ok",' + quoted + b":1}"),
     ]:
-        response = chat.client.request(
-            method, path, content=raw, headers={**chat.headers, **JSON}
-        )
+        response = chat.client.request(method, path, content=raw, headers={**chat.headers, **JSON})
         _refused(response)
     assert _counts(chat) == before
-    assert chat.client.get(f"/api/v1/conversations/{cid}", headers=chat.headers).json()[
-        "title"
-    ] == "t"
+    assert (
+        chat.client.get(f"/api/v1/conversations/{cid}", headers=chat.headers).json()["title"] == "t"
+    )
 
 
 def test_finding4_nul_in_a_url_is_refused(chat: Chat) -> None:
@@ -133,9 +133,12 @@ def test_finding4_nul_in_an_uploaded_file_is_refused(chat: Chat) -> None:
         headers=chat.headers,
     )
     _refused(response)
-    assert chat.client.get(
-        f"/api/v1/conversations/{chat.conversation_id}/messages", headers=chat.headers
-    ).json()["files"] == []
+    assert (
+        chat.client.get(
+            f"/api/v1/conversations/{chat.conversation_id}/messages", headers=chat.headers
+        ).json()["files"]
+        == []
+    )
     assert _counts(chat) == before
 
 

@@ -26,6 +26,7 @@ from rich.progress import (
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from chatmem.bounds import Bounds
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.settings import Settings
 from chatmem.store import accounts
@@ -136,7 +137,7 @@ def register(app: typer.Typer) -> None:
                 owner = resolve_user(session, user)
             # The writer transaction starts with the first insert, after the file was read.
             with open(file, "rb") as raw, db.session(write=True) as session:
-                source = ImportSource(raw, file.name)
+                source = ImportSource(raw, file.name, bounds=Bounds.from_settings(settings))
                 progress = _progress(console) if show else None
                 if progress is not None:
                     with progress:

@@ -3,11 +3,17 @@
 Pure: takes already-parsed JSON (mappings and lists) and returns frozen values, or raises
 ``PlanInputError`` with a message that says what is wrong and where (``conversations[0].
 messages[3].role: …``).  Used by ``chatmem context plan`` and by the importer to validate.
+
+The format is ours, so a key it does not define is refused with its name (SEC-1) rather than
+silently dropped: the key sets below are every field the writer (``chatmem.store.exchange``:
+exports and archives) produces and the readers accept.  Only ``tools`` (tool definitions) and
+a message's ``meta`` (stored state an archive carries back) are free-form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -34,6 +40,70 @@ ROLES: tuple[Role, ...] = ("user", "assistant", "system", "tool")
 FILE_STATES = ("auto", "pinned", "excluded")
 DEFAULT_MODE: Mode = "full"
 
+#: The keys each object of the format may carry (SEC-1: anything else is refused by name).
+DOCUMENT_KEYS = frozenset({"format", "exported_at", "conversations"})
+CONVERSATION_KEYS = frozenset(
+    {
+        "id",
+        "title",
+        "folder",
+        "pinned",
+        "mode",
+        "profile",
+        "summary",
+        "summaries",
+        "instructions",
+        "tools",
+        "messages",
+        "files",
+        "created_at",
+        "updated_at",
+        "archived",
+        "archived_at",
+    }
+)
+# ``tokens``, ``seq`` and ``meta``: what an archive keeps of a message (restored as it was).
+MESSAGE_KEYS = frozenset(
+    {
+        "id",
+        "role",
+        "content",
+        "excluded",
+        "created_at",
+        "tool_calls",
+        "tool_call_id",
+        "tokens",
+        "seq",
+        "meta",
+    }
+)
+TOOL_CALL_KEYS = frozenset({"id", "type", "name", "arguments", "function"})
+FUNCTION_KEYS = frozenset({"name", "arguments"})
+SUMMARY_KEYS = frozenset({"text", "through", "version", "focus", "created_at", "model", "cost"})
+FILE_KEYS = frozenset(
+    {"id", "name", "content", "message_id", "state", "created_at", "mime", "data_base64"}
+)
+PROFILE_KEYS = frozenset(
+    {
+        "context_window",
+        "answer_reserve",
+        "tokenizer",
+        "stateless",
+        "model",
+        "prices",
+        "economy_pairs",
+        "economy_batch",
+        "full_keep_last",
+        "full_keep_messages",
+        "full_threshold_fraction",
+        "full_threshold_cap",
+        "instructions_role",
+        "window_messages",
+        "window_chars",
+    }
+)
+PRICE_KEYS = frozenset({"input_per_mtok", "output_per_mtok", "free"})
+
 
 @dataclass(frozen=True)
 class ExportedConversation:
@@ -48,10 +118,23 @@ def _fail(where: str, problem: str) -> PlanInputError:
     return PlanInputError(f"{where}: {problem}" if where else problem)
 
 
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+def _mapping(value: Any, where: str, keys: Collection[str] | None = None) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise _fail(where, f"expected an object, got {type(value).__name__}")
+    if keys is not None:
+        check_keys(value, keys, where)
     return value
+
+
+def check_keys(obj: Mapping[str, Any], keys: Collection[str], where: str) -> None:
+    """Refuse the first key of ``obj`` that the format does not define, by name."""
+    for key in obj:
+        if key not in keys:
+            shown = key if len(key) <= 60 else key[:57] + "…"
+            raise _fail(
+                f"{where}.{shown}" if where else shown,
+                f"unknown field (the {EXPORT_FORMAT} format has no such field)",
+            )
 
 
 def _list(value: Any, where: str) -> Sequence[Any]:
@@ -93,9 +176,11 @@ def _tool_calls(value: Any, where: str) -> tuple[ToolCall, ...]:
     calls = []
     for k, item in enumerate(_list(value, where)):
         here = f"{where}[{k}]"
-        call = _mapping(item, here)
+        call = _mapping(item, here, TOOL_CALL_KEYS)
         function = call.get("function")
-        source = _mapping(function, f"{here}.function") if function is not None else call
+        source = (
+            _mapping(function, f"{here}.function", FUNCTION_KEYS) if function is not None else call
+        )
         arguments = source.get("arguments", "{}")
         if not isinstance(arguments, str):
             raise _fail(f"{here}.arguments", "expected a JSON string")
@@ -110,7 +195,7 @@ def _tool_calls(value: Any, where: str) -> tuple[ToolCall, ...]:
 
 
 def _message(value: Any, where: str) -> Message:
-    obj = _mapping(value, where)
+    obj = _mapping(value, where, MESSAGE_KEYS)
     role = obj.get("role")
     if role not in ROLES:
         raise _fail(f"{where}.role", f"expected one of {', '.join(ROLES)}, got {role!r}")
@@ -132,22 +217,26 @@ def _message(value: Any, where: str) -> Message:
 def _profile(value: Any, where: str) -> Profile:
     if value is None:
         return Profile()
-    obj = _mapping(value, where)
+    obj = _mapping(value, where, PROFILE_KEYS)
     defaults = Profile()
     tokenizer = obj.get("tokenizer") or defaults.tokenizer
     if tokenizer not in TOKENIZER_NAMES:
         raise _fail(f"{where}.tokenizer", f"expected one of {', '.join(TOKENIZER_NAMES)}")
     prices = None
     if obj.get("prices") is not None:
-        p = _mapping(obj["prices"], f"{where}.prices")
+        p = _mapping(obj["prices"], f"{where}.prices", PRICE_KEYS)
         try:
             prices = Prices(
                 input_per_mtok=float(p.get("input_per_mtok", 0.0)),
                 output_per_mtok=float(p.get("output_per_mtok", 0.0)),
                 free=bool(p.get("free", False)),
             )
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise _fail(f"{where}.prices", "expected numbers") from None
+        if not all(
+            math.isfinite(x) and x >= 0 for x in (prices.input_per_mtok, prices.output_per_mtok)
+        ):
+            raise _fail(f"{where}.prices", "expected finite numbers, not below 0")
     window = _int(obj, "context_window", where, defaults.context_window, 1)
     reserve = _int(obj, "answer_reserve", where, default_answer_reserve(window), 0)
     keep = _int(obj, "full_keep_last", where, defaults.full_keep_messages, 0)  # older name
@@ -188,7 +277,7 @@ def conversation_from_export(obj: Mapping[str, Any]) -> tuple[Conversation, Prof
 
 
 def _exported(value: Any, where: str) -> ExportedConversation:
-    obj = _mapping(value, where)
+    obj = _mapping(value, where, CONVERSATION_KEYS)
     conv_id = _str(obj, "id", where, required=False) or ""
     title = obj.get("title") or ""
     if not isinstance(title, str):
@@ -207,7 +296,7 @@ def _exported(value: Any, where: str) -> ExportedConversation:
         ids.add(message.id)
     summary = None
     if obj.get("summary") is not None:
-        s = _mapping(obj["summary"], f"{where}.summary")
+        s = _mapping(obj["summary"], f"{where}.summary", SUMMARY_KEYS)
         # null: a summary carried into a continued conversation, covering none (CTX-23).
         through = _str(s, "through", f"{where}.summary", required=False)
         if through is not None and through not in ids:
@@ -220,7 +309,7 @@ def _exported(value: Any, where: str) -> ExportedConversation:
     files = []
     for k, f in enumerate(_list(obj.get("files") or [], f"{where}.files")):
         here = f"{where}.files[{k}]"
-        fo = _mapping(f, here)
+        fo = _mapping(f, here, FILE_KEYS)
         state = fo.get("state") or "auto"
         if state not in FILE_STATES:
             raise _fail(f"{here}.state", f"expected one of {', '.join(FILE_STATES)}")
@@ -266,6 +355,7 @@ def load_export(obj: Any) -> list[ExportedConversation]:
     document; a foreign or malformed document raises ``PlanInputError``."""
     if not isinstance(obj, Mapping) or obj.get("format") != EXPORT_FORMAT:
         raise PlanInputError(f'not a chatmem export (expected "format": "{EXPORT_FORMAT}")')
+    check_keys(obj, DOCUMENT_KEYS, "")
     return [
         _exported(c, f"conversations[{k}]")
         for k, c in enumerate(_list(obj.get("conversations"), "conversations"))

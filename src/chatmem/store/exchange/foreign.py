@@ -13,6 +13,9 @@ and returns its neutral form, or raises ``ValueError`` with a short reason.  Wha
 * **Open WebUI**: the ``chat.history.messages`` map walked back from ``currentId`` along
   ``parentId`` (the branch on screen), else the flat ``chat.messages`` list.
 
+Both trees are walked from a leaf up to the root; parent links that loop are refused (SEC-1),
+never followed.
+
 The stable ``source_key`` is the app name plus the conversation's own id; when an item has
 no id, a hash of its title, time and message texts stands in, so re-importing the same file
 is still recognised.
@@ -123,7 +126,9 @@ def _chatgpt_path(mapping: Mapping[str, Any], current: Any) -> list[Mapping[str,
     path: list[Mapping[str, Any]] = []
     seen: set[str] = set()
     key: Any = current
-    while isinstance(key, str) and key in mapping and key not in seen:
+    while isinstance(key, str) and key in mapping:
+        if key in seen:  # a real export is a tree; a loop is a broken or hostile file
+            raise ValueError(f"mapping: the parent links form a cycle at node {key[:60]!r}")
         seen.add(key)
         node = _mapping(mapping[key], f"mapping[{key!r}]")
         path.append(node)
@@ -287,7 +292,11 @@ def _openwebui_branch(chat: Mapping[str, Any]) -> list[Mapping[str, Any]]:
             current = next(reversed(list(nodes)), None) if nodes else None
         path: list[Mapping[str, Any]] = []
         seen: set[str] = set()
-        while isinstance(current, str) and current in nodes and current not in seen:
+        while isinstance(current, str) and current in nodes:
+            if current in seen:
+                raise ValueError(
+                    f"history.messages: the parent links form a cycle at {current[:60]!r}"
+                )
             seen.add(current)
             node = _mapping(nodes[current], f"history.messages[{current!r}]")
             path.append({"id": current, **node})

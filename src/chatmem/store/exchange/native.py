@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chatmem.context.document import conversation_from_export
+from chatmem.context.document import SUMMARY_KEYS, conversation_from_export
 from chatmem.context.errors import PlanInputError
 from chatmem.context.values import ToolCall
 from chatmem.store.exchange.detect import NATIVE_FORMAT
@@ -80,6 +80,9 @@ def conversation_chunks(conversation: ExportedConversation, first: bool = True) 
 
 
 # --- reader --------------------------------------------------------------------------------
+
+#: The dearest summary an import accepts, in USD (SEC-1: finite and in range).
+MAX_COST = 1_000_000
 
 
 class _Check:
@@ -224,19 +227,22 @@ def _summary(
     data: Mapping[str, Any], parent: _Check, known: set[str], default_version: int
 ) -> ImportedSummary:
     check = _Check(f"{parent.where}, summary")
+    for key in data:
+        if key not in SUMMARY_KEYS:
+            raise check.fail(str(key)[:60], f"is not a field of {NATIVE_FORMAT}")
     text = check.string(data, "text", required=True) or ""
     # null: a summary carried from another conversation that covers none of these (CTX-23).
     through = check.string(data, "through")
     if through is not None and through not in known:
         raise check.fail("through", f"names message {through!r}, which is not in the conversation")
     version = data.get("version", default_version)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version < 2**31:
         raise check.fail("version", "must be a positive whole number")
     cost = data.get("cost", 0.0)
     if cost is None:
         cost = 0.0
-    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
-        raise check.fail("cost", "must be a number")
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not 0 <= cost <= MAX_COST:
+        raise check.fail("cost", f"must be a number from 0 to {MAX_COST:,}")
     return ImportedSummary(
         text=text,
         through=through,

@@ -3,9 +3,15 @@ conversation at a time.
 
 Memory stays bounded by the largest single conversation, whatever the file size: ijson's C
 backend builds just the current list item, the converter turns it into an
-:class:`ImportedConversation`, and the item is dropped before the next is read.  Any problem
-(broken JSON, a wrong field) becomes :class:`ImportFormatError` naming the conversation by
-its position, raised before the caller commits anything.
+:class:`ImportedConversation`, and the item is dropped before the next is read.  The source's
+streams are bounded before ijson sees them (SEC-1: nesting depth, string length, one
+conversation's size — :class:`~chatmem.bounds.JsonScanner`), and a chatmem export's top-level
+keys are checked as they pass.  Text holding NUL (``\\u0000``, which JSON allows and
+PostgreSQL cannot store) is kept with U+FFFD in its place, in every field and on every
+backend; lone surrogates never get this far (ijson refuses them, or reads a lone high one as
+``?``).  Any problem (broken JSON, a wrong field, a bound) becomes an ``invalid_input`` error
+naming the conversation by its position or the byte offset, raised before the caller commits
+anything.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from typing import Any
 
 import ijson
 
+from chatmem.bounds import clean_value
+from chatmem.context.document import DOCUMENT_KEYS
 from chatmem.errors import ImportFormatError
 from chatmem.store.exchange.detect import Format, detect_format
 from chatmem.store.exchange.foreign import CONVERTERS
@@ -29,6 +37,8 @@ FORMAT_NAMES: dict[str, str] = {
     "openwebui": "Open WebUI export",
 }
 _PREFIX: dict[str, str] = {"chatmem": "conversations.item"}
+# How deep the conversation objects sit: {"conversations": [{…}]} or [{…}].
+_ITEM_DEPTH: dict[str, int] = {"chatmem": 3}
 
 
 def _converter(fmt: Format) -> Callable[[Mapping[str, Any]], ImportedConversation]:
@@ -51,13 +61,19 @@ def read_conversations(
     fmt = fmt or sniff(source)
     convert = _converter(fmt)
     name = FORMAT_NAMES[fmt]
-    stream = source.open(on_progress)
+    stream = source.open(
+        on_progress,
+        item_depth=_ITEM_DEPTH.get(fmt, 2),
+        on_top_key=_native_top_key if fmt == "chatmem" else None,
+    )
     index = 0
     try:
         for item in ijson.items(stream, _PREFIX.get(fmt, "item"), use_float=True):
             index += 1
             if not isinstance(item, Mapping):
                 raise ImportFormatError(f"{name}, conversation {index}: not a JSON object")
+            if stream.saw_nul:  # PostgreSQL cannot store NUL: U+FFFD on every backend
+                item = clean_value(item)
             try:
                 yield convert(item)
             except (ValueError, TypeError, KeyError, OverflowError, OSError) as exc:
@@ -68,6 +84,21 @@ def read_conversations(
             f"The file is not valid JSON (after {stream.bytes_read:,} bytes): {first}"
         ) from None
     except UnicodeDecodeError:
-        raise ImportFormatError("The file is not UTF-8 JSON.") from None
+        raise ImportFormatError(NOT_UNICODE) from None
     finally:
         stream.close()
+
+
+NOT_UNICODE = (
+    "The file is not UTF-8 JSON, or holds text that is not valid Unicode (a lone surrogate "
+    "such as \\udc00)."
+)
+
+
+def _native_top_key(key: str) -> None:
+    if key not in DOCUMENT_KEYS:
+        shown = key if len(key) <= 60 else key[:57] + "…"
+        raise ImportFormatError(
+            f"chatmem export: unknown top-level field {shown!r} (the format has only "
+            f"{', '.join(sorted(DOCUMENT_KEYS))})"
+        )

@@ -4,17 +4,25 @@ read as a stream with a byte counter for progress bars.
 An import reads its input twice — a short sniff of the first items to learn the format, then
 the full streamed parse — so a source hands out fresh streams from the start on demand.
 ChatGPT and Claude both ship their data export as a ZIP; the member is streamed straight out
-of the archive, never extracted to memory.
+of the archive, never extracted to memory or disk (a member named ``../../x`` writes nothing),
+and it may unpack to no more than an upload may hold (a ZIP bomb is refused by its declared
+size; zipfile never yields more than that).
+
+Every stream is bounded before ijson sees a byte (SEC-1): a :class:`~chatmem.bounds.
+JsonScanner` follows the bytes as they pass and refuses deep nesting, overlong strings and
+oversized conversations with ``invalid_input``, so a 400 KB file of ``[`` costs nothing.
 """
 
 from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
+from chatmem.bounds import Bounds, JsonScanner
 from chatmem.errors import ImportFormatError
 
 Progress = Callable[[int, int], None]  # (bytes read so far, total bytes)
@@ -27,15 +35,22 @@ class CountingReader(io.RawIOBase):
     """A read-only stream that reports how many bytes have passed through it."""
 
     def __init__(
-        self, inner: BinaryIO, total: int, on_progress: Progress | None, *, owns: bool = False
+        self,
+        inner: BinaryIO,
+        total: int,
+        on_progress: Progress | None,
+        *,
+        owns: bool = False,
+        scanner: JsonScanner | None = None,
     ) -> None:
         self._inner = inner
         self._owns = owns  # a ZIP member stream is ours to close; the caller's file is not
         self._total = total
         self._on_progress = on_progress
+        self._scanner = scanner
         self.bytes_read = 0
         # Editors on Windows save UTF-8 with a byte-order mark, which JSON parsers refuse.
-        head = inner.read(3)
+        head = self._read_inner(3)
         if head == _BOM:
             self.bytes_read = 3
         else:
@@ -46,6 +61,11 @@ class CountingReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    @property
+    def saw_nul(self) -> bool:
+        """Whether a ``\\u0000`` escape has passed (strings parsed from here may hold NUL)."""
+        return self._scanner is not None and self._scanner.saw_nul
+
     def read(self, size: int = -1) -> bytes:
         if size == 0:  # a type probe (ijson reads 0 bytes to learn bytes vs str)
             return b""
@@ -55,13 +75,21 @@ class CountingReader(io.RawIOBase):
             else:
                 chunk, self._pending = self._pending, b""
                 if size < 0 or size > len(chunk):
-                    chunk += self._inner.read(-1 if size < 0 else size - len(chunk))
+                    chunk += self._read_inner(-1 if size < 0 else size - len(chunk))
         else:
-            chunk = self._inner.read(size)
+            chunk = self._read_inner(size)
+        if self._scanner is not None:
+            self._scanner.feed(chunk)  # SEC-1: refused before the parser builds anything
         self.bytes_read += len(chunk)
         if self._on_progress is not None and chunk:
             self._on_progress(self.bytes_read, self._total)
         return chunk
+
+    def _read_inner(self, size: int) -> bytes:
+        try:
+            return self._inner.read(size)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+            raise ImportFormatError(f"The ZIP archive is damaged: {exc}") from None
 
     def close(self) -> None:
         if self._owns and not self.closed:
@@ -74,11 +102,27 @@ class CountingReader(io.RawIOBase):
         return len(chunk)
 
 
+def _unsafe_name(name: str) -> bool:
+    """Zip slip: an absolute path, a drive, or a ``..`` step (never extracted here, but a
+    real export has none, so such an archive is taken for what it is)."""
+    parts = name.replace("\\", "/").split("/")
+    return name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":")
+
+
 class ImportSource:
     """A re-readable byte source.  ``open()`` always starts at the beginning."""
 
-    def __init__(self, file: BinaryIO, name: str = "upload") -> None:
+    def __init__(
+        self,
+        file: BinaryIO,
+        name: str = "upload",
+        *,
+        bounds: Bounds | None = None,
+        max_unpacked_bytes: int | None = None,
+    ) -> None:
         self.name = name
+        self.bounds = bounds or Bounds()
+        self.max_unpacked_bytes = max_unpacked_bytes
         self._file = file
         self._zip: zipfile.ZipFile | None = None
         self._member: zipfile.ZipInfo | None = None
@@ -93,11 +137,17 @@ class ImportSource:
     def _open_zip(self) -> None:
         try:
             archive = zipfile.ZipFile(self._file)
-        except zipfile.BadZipFile as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as exc:
             raise ImportFormatError(
                 f"The file looks like a ZIP archive but cannot be read: {exc}"
             ) from None
         members = [i for i in archive.infolist() if not i.is_dir()]
+        for info in archive.infolist():
+            if _unsafe_name(info.filename):
+                raise ImportFormatError(
+                    f"The ZIP archive holds an unsafe path ({info.filename[:100]!r}): a real "
+                    "export never does, so it is refused."
+                )
         wanted = [i for i in members if PurePosixPath(i.filename).name == "conversations.json"]
         if not wanted:
             wanted = [i for i in members if i.filename.lower().endswith(".json")]
@@ -106,16 +156,37 @@ class ImportSource:
                 "The ZIP archive holds no single conversations.json; unzip it and import the "
                 "conversations file itself."
             )
-        self._zip, self._member = archive, wanted[0]
-        self._size = wanted[0].file_size
+        member = wanted[0]
+        if self.max_unpacked_bytes is not None and member.file_size > self.max_unpacked_bytes:
+            raise ImportFormatError(
+                f"{member.filename} would unpack to {member.file_size:,} bytes, more than the "
+                f"{self.max_unpacked_bytes:,} this server imports."
+            )
+        if member.flag_bits & 0x1:
+            raise ImportFormatError("The ZIP archive is encrypted; unzip it and import the file.")
+        self._zip, self._member = archive, member
+        self._size = member.file_size
 
     @property
     def total_bytes(self) -> int:
         return self._size
 
-    def open(self, on_progress: Progress | None = None) -> CountingReader:
+    def open(
+        self,
+        on_progress: Progress | None = None,
+        *,
+        item_depth: int | None = None,
+        on_top_key: Callable[[str], None] | None = None,
+    ) -> CountingReader:
+        """A fresh stream from the start, bounded by :attr:`bounds`: ``item_depth`` is where
+        the conversations are (their size is bounded), ``on_top_key`` sees each key of a
+        top-level object (see :class:`~chatmem.bounds.JsonScanner`)."""
+        scanner = JsonScanner(self.bounds, item_depth=item_depth, on_top_key=on_top_key)
         if self._zip is not None and self._member is not None:
-            member: BinaryIO = self._zip.open(self._member)  # type: ignore[assignment]
-            return CountingReader(member, self._size, on_progress, owns=True)
+            try:
+                member: BinaryIO = self._zip.open(self._member)  # type: ignore[assignment]
+            except (zipfile.BadZipFile, NotImplementedError, RuntimeError, ValueError) as exc:
+                raise ImportFormatError(f"The ZIP archive cannot be read: {exc}") from None
+            return CountingReader(member, self._size, on_progress, owns=True, scanner=scanner)
         self._file.seek(0)
-        return CountingReader(self._file, self._size, on_progress)
+        return CountingReader(self._file, self._size, on_progress, scanner=scanner)

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.datastructures import UploadFile
 
+from chatmem.bounds import Bounds
 from chatmem.errors import ImportFormatError
 from chatmem.store.archive import Archiver, archive_imported
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
@@ -89,7 +90,11 @@ async def import_file(
         upload.seek(0, 2)
         if upload.tell() == 0:
             raise ImportFormatError("The request body is empty: send an export file.")
-        source = ImportSource(upload)  # type: ignore[arg-type]
+        source = ImportSource(
+            upload,  # type: ignore[arg-type]
+            bounds=Bounds.from_settings(settings),
+            max_unpacked_bytes=settings.max_import_bytes,
+        )
         result = await anyio.to_thread.run_sync(
             lambda: import_source(session, user, source, limits=Limits.from_settings(settings))
         )

@@ -1,0 +1,67 @@
+"""A real ``chatmem serve`` for the hostile-input tests (SEC-1): on SQLite or on a fresh
+PostgreSQL database, with no way off loopback (``tests.support.offline``), and its memory
+read from ``/proc``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+from tests.conftest import skip_or_fail
+from tests.support.app import POSTGRES_ADMIN_URL
+from tests.support.serve import ServeProcess
+
+from chatmem.store.db import normalize_url
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database for one server process; dropped afterwards."""
+    name = f"chatmem_serve_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = create_engine(normalize_url(POSTGRES_ADMIN_URL), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:
+        skip_or_fail(f"PostgreSQL unreachable at {POSTGRES_ADMIN_URL}: {type(exc).__name__}")
+        raise
+    try:
+        yield f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextmanager
+def served(state: Path, backend: str, **env: str) -> Iterator[ServeProcess]:
+    """``chatmem serve`` (offline) on ``backend`` ("sqlite" or "postgresql"), started."""
+    if backend == "postgresql":
+        with postgres_database() as url, served_on(state, CHATMEM_DATABASE_URL=url, **env) as s:
+            yield s
+        return
+    with served_on(state, **env) as server:
+        yield server
+
+
+@contextmanager
+def served_on(state: Path, **env: str) -> Iterator[ServeProcess]:
+    server = ServeProcess(state, module="tests.support.offline", **env)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def memory(pid: int) -> dict[str, int]:
+    """The process's resident memory now (``rss``) and at its peak (``hwm``), in bytes."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields["rss" if key == "VmRSS" else "hwm"] = int(value.split()[0]) * 1024
+    return fields
