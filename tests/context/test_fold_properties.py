@@ -102,7 +102,11 @@ def must_send(conversation: Conversation, profile: Profile, draft: str | None) -
     instructions = (
         MESSAGE_OVERHEAD + TOK.count(conversation.instructions) if conversation.instructions else 0
     )
-    pinned = sum(f.tokens or 0 for f in conversation.files if f.state == "pinned")
+    pinned = sum(
+        f.tokens or 0
+        for f in conversation.files
+        if f.state == "pinned" or (f.state == "auto" and f.message_id is None)
+    )
     drafted = MESSAGE_OVERHEAD + TOK.count(draft) if draft else 0
     return instructions + count_tools(conversation.tools, TOK) + pinned + drafted
 

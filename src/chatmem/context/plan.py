@@ -299,7 +299,16 @@ def _plan(
     current_summary_tokens = summary_tokens(summary, tok) if summary is not None else 0
     draft_tokens = MESSAGE_OVERHEAD + tok.count(draft) if draft else 0
 
-    pinned = [f for f in conversation.files if f.state == "pinned" and not f.binary]
+    # Files sent with every request: pinned ones, and (but in ``off``) those attached to the
+    # conversation rather than to a message (CTX-16).  CTX-21 counts them as must-send.
+    pinned = [
+        f
+        for f in conversation.files
+        if not f.binary
+        and (
+            f.state == "pinned" or (f.state == "auto" and f.message_id is None and mode != "off")
+        )
+    ]
     pinned_tokens = sum(_file_tokens(f, tok) for f in pinned)
 
     # The current turn: always sent, rendered like any pair (CTX-20 keeps calls with results).
