@@ -170,6 +170,8 @@ class TurnRunner:
     async def _race_stop(self, awaitable: Awaitable[T]) -> T:
         """Await ``awaitable`` unless the stop signal fires first (then cancel it)."""
         if self._stop.is_set():
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()  # never started: closed, so it is not "never awaited"
             raise _Stopped
         task = asyncio.ensure_future(awaitable)
         stopper = asyncio.ensure_future(self._stop.wait())
