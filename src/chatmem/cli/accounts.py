@@ -15,11 +15,12 @@ from chatmem.errors import InvalidInput
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database
+from chatmem.store.private import make_private_dir
 
 
 def _database() -> Database:
     settings = Settings()
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(settings.state_dir)
     db = Database.from_settings(settings)
     db.migrate()
     return db

@@ -36,12 +36,13 @@ from chatmem.store.exchange.exporter import export_conversation_ids, export_stre
 from chatmem.store.exchange.importer import import_source
 from chatmem.store.exchange.reader import FORMAT_NAMES
 from chatmem.store.exchange.source import ImportSource
+from chatmem.store.private import make_private_dir
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
 
 
 def _database(settings: Settings) -> Database:
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(settings.state_dir)
     db = Database.from_settings(settings)
     db.migrate()
     return db

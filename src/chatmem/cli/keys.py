@@ -12,6 +12,7 @@ from chatmem.models.rotation import rotate
 from chatmem.models.secrets import encode_key, load_key
 from chatmem.settings import Settings
 from chatmem.store.db import Database
+from chatmem.store.private import make_private_dir
 
 
 def register(app: typer.Typer) -> None:
@@ -24,7 +25,7 @@ def register(app: typer.Typer) -> None:
     def keys_rotate() -> None:
         """Re-encrypt every stored API key and MCP header under a new key."""
         settings = Settings()
-        settings.state_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(settings.state_dir)
         old = load_key(settings.state_dir, settings.encryption_key)
         db = Database.from_settings(settings)
         try:

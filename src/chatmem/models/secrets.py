@@ -36,6 +36,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from chatmem.errors import ConfigurationError, SecretUnreadable
+from chatmem.store.private import make_private_dir
 
 FORMAT_VERSION = 1
 KEY_BYTES = 32
@@ -160,7 +161,7 @@ def _read_key_file(path: Path) -> bytes:
 
 def _create_key_file(path: Path) -> bytes:
     """Create the key file with mode 0600 atomically (O_EXCL: never overwrite a key)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)  # SEC-3
     key = new_key()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:

@@ -64,6 +64,7 @@ from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_stream
 from chatmem.store.exchange.importer import file_rows, message_rows, summary_rows
 from chatmem.store.exchange.native import native_conversation
+from chatmem.store.private import make_private_dir, open_private
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.archives import Archive
@@ -254,9 +255,9 @@ class Archiver:
             compressor = zstandard.ZstdCompressor(level=self.level, write_checksum=True)
             if self.storage == "file":
                 path = self.path_for(user_id, conversation_id)
-                path.parent.mkdir(parents=True, exist_ok=True)
+                make_private_dir(path.parent)  # SEC-3: 0700 directories, 0600 files
                 temp = path.with_name(path.name + ".tmp")
-                with open(temp, "wb") as out:
+                with os.fdopen(open_private(temp), "wb") as out:
                     with compressor.stream_writer(out, closefd=False) as writer:
                         for chunk in self._document(session, conversation_id):
                             digest.update(chunk)

@@ -25,6 +25,7 @@ from sqlalchemy.pool import StaticPool
 
 from chatmem.errors import ConfigurationError
 from chatmem.settings import Settings
+from chatmem.store.private import create_private_file, make_private_dir
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
@@ -55,7 +56,10 @@ class Database:
         if self.dialect == "sqlite":
             database = parsed.database or ""
             if database and database != ":memory:":
-                Path(database).parent.mkdir(parents=True, exist_ok=True)
+                # SEC-3: a private directory, and the file created 0600 before SQLite opens
+                # it (its -wal and -shm files then get the same mode).
+                make_private_dir(Path(database).parent)
+                create_private_file(Path(database))
             # isolation_level=None: let SQLAlchemy emit BEGIN itself (the pysqlite
             # transaction emulation otherwise defers it and breaks SAVEPOINT/DDL).
             kwargs["connect_args"] = {"check_same_thread": False, "isolation_level": None}

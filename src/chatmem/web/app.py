@@ -22,6 +22,7 @@ from chatmem.web.api import install_api
 from chatmem.web.body_limit import BodyLimitMiddleware
 from chatmem.web.deps import CredentialCache
 from chatmem.web.errors import install_error_handlers
+from chatmem.web.security import SecurityHeadersMiddleware, install_api_docs
 from chatmem.web.json_bounds import JsonBoundsMiddleware
 from chatmem.web.ui import install_ui
 
@@ -60,7 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         lifespan=lifespan,
         openapi_url="/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,  # served by install_api_docs, under its own CSP (SEC-3)
         redoc_url=None,
     )
     app.state.settings = settings
@@ -73,4 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     install_api(app)
     install_ui(app)
+    install_api_docs(app, "/api/docs")
+    # Outermost: every response gets the hardening headers (SEC-3).
+    app.add_middleware(SecurityHeadersMiddleware, secure=settings.secure_cookies)
     return app

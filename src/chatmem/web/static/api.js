@@ -117,5 +117,11 @@
     });
   }
 
+  /* Search forms filter as one types and are never submitted (an event listener, not an
+     inline onsubmit: the pages' CSP allows no inline script, SEC-3). */
+  document.addEventListener("submit", (event) => {
+    if (event.target instanceof HTMLFormElement && event.target.hasAttribute("data-no-submit")) event.preventDefault();
+  });
+
   window.chatmem = { ApiError, api, items, cookie, fmtTokens, fmtInt, fmtPrice, el, toast, debounce };
 })();

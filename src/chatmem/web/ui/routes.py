@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from chatmem import __version__
+from chatmem.web.security import safe_next_path
 from chatmem.web.ui.session import Viewer, viewer_of
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -57,8 +58,8 @@ def _signed_in_page(request: Request, template: str, **context: Any) -> Response
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, next: str = "/") -> Response:
     viewer = viewer_of(request)
-    # Only same-site paths are followed after sign-in (no open redirect).
-    safe_next = next if next.startswith("/") and not next.startswith("//") else "/"
+    # Only same-site paths are followed after sign-in (no open redirect, SEC-3).
+    safe_next = safe_next_path(next)
     if viewer is None:
         return _sign_in(request, safe_next)
     if safe_next != "/":
@@ -68,8 +69,7 @@ def home(request: Request, next: str = "/") -> Response:
 
 @router.get("/signin", response_class=HTMLResponse)
 def signin(request: Request, next: str = "/") -> Response:
-    safe_next = next if next.startswith("/") and not next.startswith("//") else "/"
-    return _sign_in(request, safe_next)
+    return _sign_in(request, safe_next_path(next))
 
 
 @router.get("/c/{conversation_id}", response_class=HTMLResponse)

@@ -1,0 +1,120 @@
+"""SEC-3 in the browser: no page breaks its Content-Security-Policy (the probe is proven to
+catch a violation), the page cannot be framed, and ``signin.js`` follows only a path on this
+site whatever ``data-next`` holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+from tests.support.model_server import FakeModelServer
+from tests.ui.harness import PASSWORD, Server, make_conversation, open_chat
+
+pytestmark = pytest.mark.browser
+
+# Runs before any page script (Playwright injects it outside the page's CSP) and records
+# every violation the browser reports.
+PROBE = """
+window.__csp = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__csp.push(e.violatedDirective + " " + (e.blockedURI || "inline") + " " + (e.sourceFile || ""));
+});
+"""
+
+
+def violations(page: Any) -> list[str]:
+    return list(page.evaluate("window.__csp || ['probe missing']"))
+
+
+def test_no_page_violates_the_content_security_policy(
+    alice: Any, server: Server, model: FakeModelServer, profiles: Any, console: Any
+) -> None:
+    alice.add_init_script(PROBE)
+    with server.api("alice") as api:
+        c = make_conversation(api, profiles["paid"]["id"], pairs=2, title="Strict page")
+    for path in ("/", "/profiles", "/archive"):
+        response = alice.goto(server.url + path)
+        assert response is not None
+        assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+        alice.wait_for_load_state("networkidle")
+        assert violations(alice) == [], path
+    # A chat, with a streamed answer and the memory window (meters set widths from script).
+    open_chat(alice, server, c)
+    model.reply("A **short** answer with `code`.", delay=0.01)
+    draft = alice.get_by_role("textbox", name="Message")
+    draft.fill("One more question")
+    draft.press("Enter")
+    expect(alice.locator(".message.role-assistant").last).to_contain_text("short")
+    alice.locator("#counter").click()
+    expect(alice.get_by_role("dialog")).to_be_visible()
+    alice.keyboard.press("Escape")
+    # The search forms (formerly an inline onsubmit) still never submit.
+    search = alice.locator("#search")
+    search.fill("Strict")
+    search.press("Enter")
+    expect(alice).to_have_url(server.url + "/c/" + c["id"] + "?q=Strict")
+    assert violations(alice) == []
+    assert [e for e in console.errors if "Content Security Policy" in e] == []
+
+
+def test_the_probe_catches_a_violation(page: Any, server: Server, console: Any) -> None:
+    """Without this, an empty list above could mean a blind probe."""
+    console.allow("Content Security Policy")
+    page.add_init_script(PROBE)
+    page.goto(server.url + "/")
+    page.evaluate(
+        """() => {
+          const s = document.createElement("script");
+          s.textContent = "window.__ran = true";
+          document.body.append(s);
+          const d = document.createElement("div");
+          d.setAttribute("style", "color: red");
+          document.body.append(d);
+        }"""
+    )
+    page.wait_for_function("window.__csp.length >= 2")
+    found = violations(page)
+    assert any(v.startswith("script-src") for v in found), found
+    assert any(v.startswith("style-src") for v in found), found
+    assert page.evaluate("window.__ran === undefined")
+
+
+def test_the_page_cannot_be_framed(page: Any, server: Server, console: Any) -> None:
+    console.allow("frame-ancestors|Refused to (display|frame)")
+    page.set_content(f'<iframe id="f" src="{server.url}/"></iframe>')
+    page.wait_for_timeout(500)
+    frame = page.frame_locator("#f")
+    expect(frame.get_by_role("heading", name="Sign in")).to_have_count(0)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "/\\evil.example/x",
+        "/\t/evil.example",
+        "//evil.example/x",
+        "https://evil.example/",
+        "javascript:alert(1)",
+        "/\\/evil.example",
+    ],
+)
+def test_signin_js_follows_only_a_path_on_this_site(
+    page: Any, server: Server, hostile: str
+) -> None:
+    """The server never renders such a ``data-next``; the script checks again anyway."""
+    page.goto(server.url + "/")
+    page.evaluate("(v) => { document.getElementById('signin-form').dataset.next = v; }", hostile)
+    page.get_by_label("Name").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_selector("#draft")
+    assert page.url == server.url + "/", page.url
+
+
+def test_signin_js_keeps_a_path_on_this_site(page: Any, server: Server) -> None:
+    page.goto(server.url + "/?next=/profiles")
+    page.get_by_label("Name").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Model profiles")).to_be_visible()
