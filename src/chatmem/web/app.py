@@ -22,8 +22,8 @@ from chatmem.web.api import install_api
 from chatmem.web.body_limit import BodyLimitMiddleware
 from chatmem.web.deps import CredentialCache
 from chatmem.web.errors import install_error_handlers
-from chatmem.web.security import SecurityHeadersMiddleware, install_api_docs
 from chatmem.web.json_bounds import JsonBoundsMiddleware
+from chatmem.web.security import SecurityHeadersMiddleware, install_api_docs
 from chatmem.web.ui import install_ui
 
 
