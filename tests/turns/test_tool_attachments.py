@@ -139,9 +139,7 @@ def test_prov4_an_embedded_binary_resource_is_an_attachment_served_as_a_download
 def test_ctx13_a_result_too_large_fails_the_turn_naming_the_tool_and_the_next_turn_works(
     turn_client: TestClient, model_server: FakeModelServer, mcp: McpServerProcess
 ) -> None:
-    chat = make_chat(
-        turn_client, model_server, admin=True, profile={"context_window": 8192}
-    )
+    chat = make_chat(turn_client, model_server, admin=True, profile={"context_window": 8192})
     _register(turn_client, chat, mcp)
     chat.model.tool_call("huge_text", {"kilobytes": 64}, id="call_huge")
     run_id = chat.start("Export every order")
