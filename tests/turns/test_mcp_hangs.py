@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,11 +177,12 @@ def test_stop_ends_a_turn_within_2_s_while_a_tool_call_hangs_PROV_3(
     register(chat, "hung", hung.url, connect_timeout=120)
     tools_id = register(chat, "tools", mcp.url)
     wait_until_ready(lambda path: chat.client.get(path, headers=chat.headers), tools_id)
-    chat.model.tool_call("slow", {"seconds": 60, "label": "hangs"}, id="call_hang")
+    label = f"hangs-{uuid.uuid4().hex}"  # the MCP server lives for the module
+    chat.model.tool_call("slow", {"seconds": 60, "label": label}, id="call_hang")
     run_id = chat.start("Take your time")
     timed_events(chat, run_id, until="tool_call")
     deadline = time.monotonic() + 10
-    while "hangs" not in mcp.stats()["started"]:  # the call reached the tool server
+    while label not in mcp.stats()["started"]:  # the call reached the tool server
         assert time.monotonic() < deadline
         time.sleep(0.02)
     began = time.monotonic()
@@ -226,11 +228,12 @@ def test_a_server_removed_during_a_call_leaves_an_unknown_result_PROV_3(
 ) -> None:
     tools_id = register(chat, "tools", mcp.url)
     wait_until_ready(lambda path: chat.client.get(path, headers=chat.headers), tools_id)
-    chat.model.tool_call("slow", {"seconds": 30, "label": "removed"}, id="call_removed")
+    label = f"removed-{uuid.uuid4().hex}"
+    chat.model.tool_call("slow", {"seconds": 30, "label": label}, id="call_removed")
     chat.model.reply("The server went away.")
     run_id = chat.start("Slow, please")
     deadline = time.monotonic() + 10
-    while "removed" not in mcp.stats()["started"]:
+    while label not in mcp.stats()["started"]:
         assert time.monotonic() < deadline
         time.sleep(0.02)
     deleted = chat.client.delete(f"/api/v1/mcp-servers/{tools_id}", headers=chat.headers)

@@ -177,7 +177,7 @@ class ServerLink:
 
     @property
     def ready(self) -> bool:
-        return self.health.state == "ready"
+        return self.health.state == "ready" and not self._closing
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"chatmem-mcp-{self.config.name}")
@@ -199,13 +199,17 @@ class ServerLink:
         """The tool's result (the SDK's ``CallToolResult``).  Raises
         :class:`ServerUnavailable` or :class:`CallTimedOut`; a cancelled caller cancels the
         call inside the link and leaves at once."""
+        if self._closing:
+            raise ServerUnavailable("the server's session was closed")
         if not self.ready:
             raise ServerUnavailable(self.health.last_error or "not connected yet")
         call = _Call(tool, arguments, asyncio.get_running_loop().create_future())
         try:
             self._send.send_nowait(call)
-        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        except anyio.WouldBlock:
             raise ServerUnavailable("too many calls waiting") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise ServerUnavailable("the server's session was closed") from None
         try:
             return await call.future
         except asyncio.CancelledError:
