@@ -3,12 +3,14 @@
 ``chatmem.errors`` and ``chatmem.context.errors`` carry a ``code``; this module maps each
 code to a status and renders the CONTRACT shape ``{"error": {"code", "message"}}``.
 Validation failures become ``invalid_input`` (422); anything unexpected is logged and
-answered with a plain 500 without a traceback.
+answered with a plain 500 without a traceback.  :data:`ERROR_RESPONSES` declares the shape in
+``/openapi.json`` for every status an API route may answer with (the fuzzer checks it).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,8 +62,64 @@ _HTTP_CODES = {
 }
 
 
+#: The CONTRACT error body.  ``code`` is the CONTRACT error code; some errors add data
+#: (``needed``, ``limit`` …).  Inline rather than a model: a model's schema would be filed
+#: under the operation's own media type, which is wrong for the SSE stream.
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+            "additionalProperties": True,
+        }
+    },
+}
+
+
+def _declared(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": ERROR_SCHEMA}},
+    }
+
+
+#: What every API operation may answer besides its success (declared in /openapi.json).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {
+        **_declared(
+            "invalid_input, endpoint_not_allowed; or, in plain text from the HTTP server itself, "
+            "a malformed request or a request line over 64 KB (a very long query string)"
+        ),
+        "content": {
+            "application/json": {"schema": ERROR_SCHEMA},
+            "text/plain": {"schema": {"type": "string"}},
+        },
+    },
+    401: _declared("unauthorized: no or a wrong token or session"),
+    403: _declared("forbidden: administrators only, or a missing CSRF token"),
+    404: _declared("not_found, also for other users' objects"),
+    405: _declared("method_not_allowed"),
+    409: _declared("conflict, quota_exceeded, turn_running, compaction_running …"),
+    413: _declared("payload_too_large, does_not_fit"),
+    422: _declared("invalid_input: a field is missing, of the wrong type or out of bounds"),
+    429: _declared("rate_limited, with Retry-After"),
+}
+#: Operations that call a model synchronously also answer these.
+PROVIDER_RESPONSES: dict[int | str, dict[str, Any]] = {
+    402: _declared("insufficient_credits"),
+    502: _declared("the model API failed: provider_error, provider_auth, provider_unreachable"),
+}
+
+
 def error_response(
-    code: str, message: str, status: int | None = None, details: Mapping[str, Any] | None = None
+    code: str,
+    message: str,
+    status: int | None = None,
+    details: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     """The CONTRACT error body.  ``details`` are extra JSON-safe fields beside code and message;
     they can never change the HTTP status, which follows the code alone."""
@@ -70,7 +128,26 @@ def error_response(
         if value is not None and isinstance(value, (str, int, float, bool)):
             body[key] = value
     body.update(code=code, message=message)
-    return JSONResponse({"error": body}, status_code=status or STATUS_BY_CODE.get(code, 400))
+    return JSONResponse(
+        {"error": body}, status_code=status or STATUS_BY_CODE.get(code, 400), headers=headers
+    )
+
+
+def _allowed_methods(request: Request) -> list[str] | None:
+    """RFC 9110: a 405 lists every method of the resource.  FastAPI makes one route per
+    method and Starlette's own ``Allow`` names only the first that matched the path, so the
+    methods come from the API's description (``None`` for paths outside it)."""
+    table = getattr(request.app.state, "allow_table", None)
+    if table is None:
+        table = []
+        for template, operations in request.app.openapi().get("paths", {}).items():
+            pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
+            table.append((re.compile(f"^{pattern}$"), sorted(m.upper() for m in operations)))
+        request.app.state.allow_table = table
+    for pattern, methods in table:
+        if pattern.match(request.url.path):
+            return methods
+    return None
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -95,9 +172,13 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response("invalid_input", f"{where}: {msg}" if where else msg, 422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(exc.status_code, "error")
-        return error_response(code, str(exc.detail), exc.status_code)
+        headers = dict(exc.headers or {})
+        allowed = _allowed_methods(request) if exc.status_code == 405 else None
+        if allowed:  # every method of the path, not just the first route's
+            headers["Allow"] = ", ".join(allowed)
+        return error_response(code, str(exc.detail), exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -6,6 +6,8 @@ import importlib
 
 from fastapi import APIRouter, FastAPI
 
+from chatmem.web.errors import ERROR_RESPONSES
+
 # Each module in routes/ exposes ``router``.  Listed here so the order in /openapi.json is stable.
 # FastAPI tries routes in order, so the ones on the path to the first token, and the context
 # endpoint called on every keystroke, come first (no two modules have overlapping paths).
@@ -39,6 +41,7 @@ def api_routers() -> list[APIRouter]:
 def install_api(app: FastAPI) -> None:
     """Includes every resource router in the app itself, one level deep: FastAPI matches a
     request by walking included routers, and each extra level of nesting costs every request
-    (the turn routes are on the path to the first token)."""
+    (the turn routes are on the path to the first token).  Every operation declares the
+    CONTRACT's error responses in /openapi.json."""
     for router in api_routers():
-        app.include_router(router)
+        app.include_router(router, responses=ERROR_RESPONSES)

@@ -7,9 +7,10 @@ times with ``Z``.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from chatmem.store.summaries import is_edited
 from chatmem.store.tables.accounts import User
@@ -19,6 +20,17 @@ from chatmem.store.types import iso
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _whole_text(value: Any) -> Any:
+    """A query value is text: ``5`` is a whole number, ``5.0`` or ``1e3`` is not."""
+    if isinstance(value, str) and not re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+        raise ValueError("Input should be a whole number")
+    return value
+
+
+#: A whole-number query parameter, as strict as a body's integers (the fuzzer checks it).
+WholeNumber = Annotated[int, BeforeValidator(_whole_text)]
 
 
 def user_public(user: User) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from chatmem.bounds import MAX_INT
 from chatmem.store import conversations as store
 from chatmem.store.archive import MAX_PAGE, Archiver
 from chatmem.store.quotas import Limits
-from chatmem.web.api.schemas import conversation_public
+from chatmem.web.api.schemas import WholeNumber, conversation_public
 from chatmem.web.deps import CurrentUser, DatabaseDep, DbSession, SettingsDep
 
 router = APIRouter(prefix="/api/v1", tags=["archive"])
@@ -48,8 +48,8 @@ def list_archive(
     user: CurrentUser,
     archiver: ArchiverDep,
     q: str | None = Query(None, max_length=500),
-    limit: int = Query(50, ge=1, le=MAX_PAGE),
-    offset: int = Query(0, ge=0, le=MAX_INT),
+    limit: WholeNumber = Query(50, ge=1, le=MAX_PAGE),
+    offset: WholeNumber = Query(0, ge=0, le=MAX_INT),
 ) -> dict[str, Any]:
     items, total = archiver.search(user.id, q, limit=limit, offset=offset)
     following = offset + len(items)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from chatmem.turns.service import compact_now, compaction_price
 from chatmem.web.api.routes.turns import UserId, turn_service
+from chatmem.web.errors import PROVIDER_RESPONSES
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["compaction"])
 
@@ -17,7 +18,7 @@ class CompactRequest(BaseModel):
     focus: str | None = Field(default=None, max_length=2000)
 
 
-@router.post("/{conversation_id}/compact")
+@router.post("/{conversation_id}/compact", responses=PROVIDER_RESPONSES)
 async def compact(
     conversation_id: str, request: Request, user_id: UserId, body: CompactRequest | None = None
 ) -> dict[str, Any]:

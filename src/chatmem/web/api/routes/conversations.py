@@ -7,11 +7,12 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 
 from chatmem.bounds import MAX_INT
+from chatmem.context.values import Mode
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store import conversations as store
 from chatmem.store.engine import engine_profile_for, profile_visible
 from chatmem.store.quotas import Limits
-from chatmem.web.api.schemas import Body, conversation_public, evicted_public
+from chatmem.web.api.schemas import Body, WholeNumber, conversation_public, evicted_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
@@ -21,7 +22,7 @@ class ConversationCreate(Body):
     title: str = ""
     folder_id: str | None = None
     pinned: bool = False
-    mode: str = "full"
+    mode: Mode = "full"
     profile_id: str | None = None
     instructions: str = ""
 
@@ -30,7 +31,7 @@ class ConversationUpdate(Body):
     title: str | None = None
     folder_id: str | None = None
     pinned: bool | None = None
-    mode: str | None = None
+    mode: Mode | None = None
     profile_id: str | None = None
     instructions: str | None = None
 
@@ -44,9 +45,9 @@ def _check_profile(session: DbSession, user: CurrentUser, profile_id: str | None
 def list_conversations(
     user: CurrentUser,
     session: DbSession,
-    limit: int = Query(store.DEFAULT_PAGE, ge=1, le=store.MAX_PAGE),
+    limit: WholeNumber = Query(store.DEFAULT_PAGE, ge=1, le=store.MAX_PAGE),
     cursor: str | None = None,
-    offset: int | None = Query(None, ge=0, le=MAX_INT),
+    offset: WholeNumber | None = Query(None, ge=0, le=MAX_INT),
     q: str | None = Query(None, max_length=500),
     folder_id: str | None = None,
 ) -> dict[str, Any]:

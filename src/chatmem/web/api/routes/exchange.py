@@ -73,7 +73,27 @@ async def _spool(request: Request) -> IO[bytes]:
     return spool
 
 
-@router.post("/import")
+# The upload is streamed by hand, so /openapi.json is told what it is.
+_IMPORT_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "A chatmem export, a ChatGPT, Claude or Open WebUI export, or their ZIP.",
+        "content": {
+            "application/json": {"schema": {"type": ["object", "array"]}},
+            "application/zip": {"schema": {"type": "string", "format": "binary"}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {"file": {"type": "string", "format": "binary"}},
+                }
+            },
+        },
+    }
+}
+
+
+@router.post("/import", openapi_extra=_IMPORT_BODY)
 async def import_file(
     request: Request,
     user: CurrentUser,

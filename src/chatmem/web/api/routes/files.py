@@ -64,7 +64,31 @@ async def _upload(request: Request) -> FileCreate:
         raise InvalidInput("The body is not valid JSON.") from None
 
 
-@router.post("/api/v1/conversations/{conversation_id}/files", status_code=201)
+# The body is read by hand (two content types), so /openapi.json is told what it is.
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": FileCreate.model_json_schema()},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary"},
+                        "message_id": {"type": "string"},
+                        "state": {"type": "string", "enum": ["auto", "pinned", "excluded"]},
+                    },
+                }
+            },
+        },
+    }
+}
+
+
+@router.post(
+    "/api/v1/conversations/{conversation_id}/files", status_code=201, openapi_extra=_UPLOAD_BODY
+)
 async def upload_file(
     conversation_id: str, request: Request, user: CurrentUser, session: DbSession
 ) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Response
+from pydantic import Field
 
 from chatmem.store import conversations as store
 from chatmem.store.quotas import Limits
@@ -15,7 +16,7 @@ router = APIRouter(prefix="/api/v1/folders", tags=["folders"])
 
 
 class FolderBody(Body):
-    name: str
+    name: str = Field(min_length=1, max_length=200)  # blank names are refused too
 
 
 @router.get("")

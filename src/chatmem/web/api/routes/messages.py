@@ -13,7 +13,13 @@ from chatmem.store import messages as store_messages
 from chatmem.store.engine import latest_summary, memory_status
 from chatmem.store.files import conversation_files
 from chatmem.store.quotas import Limits
-from chatmem.web.api.schemas import Body, file_public, message_public, summary_public
+from chatmem.web.api.schemas import (
+    Body,
+    WholeNumber,
+    file_public,
+    message_public,
+    summary_public,
+)
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 
 router = APIRouter(prefix="/api/v1/conversations/{conversation_id}/messages", tags=["messages"])
@@ -38,8 +44,8 @@ def list_messages(
     conversation_id: str,
     user: CurrentUser,
     session: DbSession,
-    after_seq: int | None = Query(None, ge=0, le=MAX_INT),
-    limit: int | None = Query(None, ge=1, le=10_000),
+    after_seq: WholeNumber | None = Query(None, ge=0, le=MAX_INT),
+    limit: WholeNumber | None = Query(None, ge=1, le=10_000),
 ) -> dict[str, Any]:
     """The whole history by default (STORE-2), each message with its status (CTX-14);
     ``after_seq``/``limit`` page through very long conversations."""

@@ -78,7 +78,30 @@ async def run_owner(run_id: str, request: Request) -> str:
     return await short_read(request, check)
 
 
-@router.get("/{run_id}/events")
+# Documented as what it is: a stream of events, each with its JSON data.
+_EVENTS = {
+    200: {
+        "description": "Server-Sent Events: id, event, data (JSON)",
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "type": "object",
+                    "required": ["event", "data"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "event": {"type": "string"},
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+@router.get(
+    "/{run_id}/events", response_class=EventStreamResponse, status_code=200, responses=_EVENTS
+)
 async def run_events(
     run_id: str,
     request: Request,

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from chatmem.turns import runs
+from chatmem.web.api.schemas import WholeNumber
 from chatmem.web.deps import AdminUser, DbSession
 
 router = APIRouter(prefix="/api/v1/admin/tool-calls", tags=["admin"])
@@ -22,7 +23,7 @@ router = APIRouter(prefix="/api/v1/admin/tool-calls", tags=["admin"])
 def list_tool_calls(
     _: AdminUser,
     session: DbSession,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    limit: Annotated[WholeNumber, Query(ge=1, le=500)] = 100,
     before: Annotated[str | None, Query(max_length=64)] = None,
     user_id: Annotated[str | None, Query(max_length=64)] = None,
     server_id: Annotated[str | None, Query(max_length=64)] = None,
