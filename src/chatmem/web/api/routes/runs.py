@@ -79,7 +79,7 @@ async def run_owner(run_id: str, request: Request) -> str:
 
 
 # Documented as what it is: a stream of events, each with its JSON data.
-_EVENTS = {
+_EVENTS: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-Sent Events: id, event, data (JSON)",
         "content": {
