@@ -148,3 +148,24 @@ def test_schemathesis_finds_no_5xx_and_every_response_as_documented(
         assert api.get("/healthz").status_code == 200
         assert memory(server.proc.pid)["hwm"] < 1024 * 1024 * 1024
         api.close()
+
+
+def test_the_fuzzed_server_has_no_way_off_loopback() -> None:
+    """The guard itself, checked without sending anything anywhere: names other than
+    localhost never reach a resolver, and connections go to loopback or nowhere."""
+    import socket
+
+    from tests.support import offline
+
+    with pytest.raises(socket.gaierror):
+        offline._guarded_getaddrinfo("example.com", 443)
+    assert offline._guarded_getaddrinfo("localhost", 80)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        for address in [("203.0.113.7", 443), ("10.0.0.1", 80), ("169.254.169.254", 80)]:
+            assert not offline._allowed(sock, address)
+            with pytest.raises(ConnectionRefusedError):
+                offline._guarded_connect(sock, address)
+        assert offline._allowed(sock, ("127.0.0.1", 9))
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+        assert not offline._allowed(sock, ("2001:db8::1", 443, 0, 0))
+        assert offline._allowed(sock, ("::1", 9, 0, 0))
