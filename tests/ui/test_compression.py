@@ -141,13 +141,20 @@ def test_ctx10_automatic_compaction_during_a_turn_shows_the_marker(
         assert plan["compaction"]["needed"] is True
     open_chat(alice, server, c)
     expect(alice.locator(".compaction-marker")).to_have_count(0)
-    model.reply("Summary: fifteen detailed exchanges.")  # the summary request
-    model.reply("Here is the answer after compaction.")
-    alice.get_by_role("textbox", name="Message").fill("And now?")
-    alice.get_by_role("textbox", name="Message").press("Enter")
-    expect(alice.locator(".message.role-assistant").last).to_contain_text(
-        "Here is the answer after compaction."
-    )
+    # However many summariser rounds the fold takes (CTX-21; the profile's calibration from
+    # earlier tests may add one), each gets the summary; then the answer.
+    model.reset()
+    default, model.default_reply = model.default_reply, "Summary: fifteen detailed exchanges."
+    try:
+        alice.get_by_role("textbox", name="Message").fill("And now?")
+        alice.get_by_role("textbox", name="Message").press("Enter")
+        expect(alice.locator(".message.role-assistant").last).to_contain_text(
+            "Summary: fifteen detailed exchanges."
+        )
+    finally:
+        model.default_reply = default
+    answer = [r for r in model.chat_requests if "And now?" in str(r.messages[-1:])]
+    assert len(answer) == 1 and len(model.chat_requests) >= 2  # folded first, then answered
     marker = alice.locator(".compaction-marker")
     expect(marker.locator(".compaction-text")).to_have_text(
         re.compile(r"^Memory compressed — \d+ earlier messages summarised$")
