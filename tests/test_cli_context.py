@@ -116,7 +116,20 @@ def test_compact_simulates_the_fold_a_turn_would_make(
 ) -> None:
     """CTX-21 offline: a 400-message history on an 8K window folds in several rounds, each
     within the window, and the plan after the fold fits with nothing left to fold."""
-    words = ["the", "kitchen", "budget", "is", "12,500", "euros", "and", "the", "tiles", "are", "grey", "oak"]
+    words = [
+        "the",
+        "kitchen",
+        "budget",
+        "is",
+        "12,500",
+        "euros",
+        "and",
+        "the",
+        "tiles",
+        "are",
+        "grey",
+        "oak",
+    ]
     messages = [
         {
             "id": f"m{i}",

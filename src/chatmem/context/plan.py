@@ -305,9 +305,7 @@ def _plan(
         f
         for f in conversation.files
         if not f.binary
-        and (
-            f.state == "pinned" or (f.state == "auto" and f.message_id is None and mode != "off")
-        )
+        and (f.state == "pinned" or (f.state == "auto" and f.message_id is None and mode != "off"))
     ]
     pinned_tokens = sum(_file_tokens(f, tok) for f in pinned)
 
