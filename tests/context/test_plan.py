@@ -24,6 +24,7 @@ from chatmem.context import (
     price_for,
     summary_message,
 )
+from chatmem.context.compaction import new_summary_tokens
 from chatmem.context.folding import fold, run_fold
 from chatmem.context.plan import level_for
 
@@ -298,7 +299,9 @@ def test_turn5_a_turn_too_large_for_the_window_does_not_fit() -> None:
     assert result.level == "red"
     with pytest.raises(DoesNotFit) as caught:
         result.require_fit()
-    assert caught.value.details() == {"needed": 50_004 + 4_096 - 4, "available": 32_768}
+    # the turn, the answer reserve and the bounded summary the earlier pair would need
+    needed = 50_000 + 4_096 + new_summary_tokens(Profile())
+    assert caught.value.details() == {"needed": needed, "available": 32_768}
 
 
 def test_turn_start_must_exist() -> None:

@@ -346,6 +346,8 @@ def _plan(
             if cut is not None:
                 # Not sent, but counted: the refusal says what the turn would need (CTX-19).
                 oversized, turn_sent, turn_statuses, _left = cut
+    # CTX-21: what every request of this turn carries, whatever the memory holds.
+    must = instructions_tokens + tools_tokens + draft_tokens + pinned_tokens + turn_tokens
     window_sent_tail: list[dict[str, Any]] = []
     auto_file_tokens = _auto_file_tokens(conversation.files, tok)
     fold: _Fold | None = None
@@ -359,7 +361,7 @@ def _plan(
         )
     else:
         # CTX-21: what must be sent whatever the memory holds.
-        base = instructions_tokens + tools_tokens + draft_tokens + pinned_tokens + turn_tokens
+        base = must
         chosen = select_pairs(
             messages,
             history_stop,
@@ -396,8 +398,14 @@ def _plan(
                 summary_tok = new_summary_tokens(profile)
 
     if fold is None and chosen.overflow and mode in SUMMARY_MODES:
-        # Nothing can be folded to make room (CTX-19): the refusal counts what must be sent.
-        chosen = Selection(lo=history_stop, overflow=True)
+        # No fold can make room.  When even a summary at its cap does not fit beside what
+        # must be sent, the turn is refused and the refusal counts both (CTX-19, CTX-21:
+        # needed > available).  Otherwise (the current summary leaves the history no room)
+        # the turn goes with the summary and no history: every earlier message is shown out
+        # of memory, nothing is cut silently.
+        chosen = Selection(lo=history_stop)
+        if must + new_summary_tokens(profile) > budget:
+            summary_tok = max(summary_tok, new_summary_tokens(profile))
     in_memory_ids = set(chosen.in_memory_ids)
     in_memory_ids.update(
         messages[history_stop + k].id for k, s in enumerate(turn_statuses) if s == "in_memory"
