@@ -107,7 +107,7 @@ def test_a_small_window_with_large_messages_keeps_answering(
         question = text_of(1_300, seed=i)
         plan = plan_of(chat, question)
         assert plan["fits"] is True, plan["tokens"]
-        run = chat.wait(chat.start(question))
+        run = chat.wait(chat.start(question), timeout=60)
         assert run["status"] == "completed", run
     assert_within_window(model_server, 8192, reserve)
     assert summaries(chat), "the early pairs were folded"
