@@ -338,24 +338,9 @@ class TurnRunner:
             raise
         text = "".join(parts)
         ledger = self._usage(inputs, usage, "answer", text=text, calls=calls)
-        conversation_id, settings = self.job.conversation_id, self._settings
-        meta = {"run_id": self.job.run_id, "step": step}
-        message_id = new_id()
-
-        def checkpoint(session: Any) -> None:
-            # The answer's checkpoint (TURN-2) is one transaction: its ledger row (USE-1),
-            # the assistant message and the events streamed so far.
-            runs.record_usage(session, **ledger)
-            store_message(
-                session,
-                conversation_id,
-                "assistant",
-                text,
-                settings,
-                meta,
-                {"tool_calls": calls or None, "message_id": message_id},
-            )
-
+        # The answer's checkpoint (TURN-2) is one transaction: its ledger row (USE-1), the
+        # assistant message and the events streamed so far.
+        message_id, checkpoint = self._answer_unit(text, ledger, {"step": step}, calls)
         self._tally.last_message_id = message_id
         if calls:
             await self._checkpoint(checkpoint, ledger)
@@ -365,16 +350,17 @@ class TurnRunner:
             self._final = (checkpoint, ledger)
         return text, calls
 
-    async def _keep_partial(
-        self, inputs: TurnInputs, parts: list[str], usage: Usage | None, meta: dict[str, Any]
-    ) -> None:
-        """A stopped or failed answer's text, stored with its ledger row: the provider
-        produced it and bills it (PROV-1: counted when it reported nothing)."""
-        text = "".join(parts)
-        ledger = self._usage(inputs, usage, "answer", text=text)
+    def _answer_unit(
+        self,
+        text: str,
+        ledger: dict[str, Any],
+        meta: dict[str, Any],
+        calls: list[ToolCall] | None = None,
+    ) -> tuple[str, Callable[[Any], None]]:
+        """An assistant message and its ledger row as one unit of work, and the message's id."""
         conversation_id, settings = self.job.conversation_id, self._settings
-        message_id = new_id()
         full_meta = {"run_id": self.job.run_id, **meta}
+        message_id = new_id()
 
         def unit(session: Any) -> None:
             runs.record_usage(session, **ledger)
@@ -385,8 +371,19 @@ class TurnRunner:
                 text,
                 settings,
                 full_meta,
-                {"message_id": message_id},
+                {"tool_calls": calls or None, "message_id": message_id},
             )
+
+        return message_id, unit
+
+    async def _keep_partial(
+        self, inputs: TurnInputs, parts: list[str], usage: Usage | None, meta: dict[str, Any]
+    ) -> None:
+        """A stopped or failed answer's text, stored with its ledger row: the provider
+        produced it and bills it (PROV-1: counted when it reported nothing)."""
+        text = "".join(parts)
+        ledger = self._usage(inputs, usage, "answer", text=text)
+        message_id, unit = self._answer_unit(text, ledger, meta)
 
         try:
             await self._db_call(unit)
