@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tests.support.app import BACKENDS
+from tests.support.runs import finished_run
 from tests.support.served import memory, served
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "5"))
@@ -68,10 +69,7 @@ def seed_objects(api: httpx.Client, closed_port: int) -> dict[str, str]:
         api.post(f"/api/v1/conversations/{cid}/files", json={"name": "a.txt", "content": "text"})
     )
     run = created(api.post(f"/api/v1/conversations/{cid}/turns", json={"content": "hello"}))
-    deadline = time.monotonic() + 30
-    while api.get(f"/api/v1/runs/{run['run_id']}").json()["status"] == "running":
-        assert time.monotonic() < deadline, "the seeded run did not end"
-        time.sleep(0.1)
+    finished_run(api, run["run_id"])
     return {
         "conversation_id": str(cid),
         "profile_id": str(profile["id"]),

@@ -8,14 +8,13 @@ the state files, the logs, and ``POST /api/v1/profiles/{id}/test``."""
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from tests.support.app import ApiUser, make_user
 from tests.support.model_server import FakeModelServer
+from tests.support.runs import finished_run
 
 from chatmem.models.redact import scrub_provider_text, scrub_secret
 from chatmem.settings import Settings
@@ -83,16 +82,6 @@ def api(settings: Settings) -> Iterator[TestClient]:
         yield client
 
 
-def _wait(api: TestClient, run_id: str, headers: dict[str, str]) -> dict[str, Any]:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        run = api.get(f"/api/v1/runs/{run_id}", headers=headers).json()
-        if run["status"] != "running":
-            return dict(run)
-        time.sleep(0.02)
-    raise AssertionError("turn did not finish")
-
-
 def _shared_profile(api: TestClient, admin: ApiUser, model_server: FakeModelServer) -> str:
     response = api.post(
         "/api/v1/profiles",
@@ -135,7 +124,7 @@ def _failing_turn(
     )
     assert started.status_code == 202, started.text
     run_id = started.json()["run_id"]
-    run = _wait(api, run_id, user.headers)
+    run = finished_run(api, run_id, user.headers)
     assert run["status"] == "failed", run
     events = api.get(f"/api/v1/runs/{run_id}/events", headers=user.headers)
     assert "event: error" in events.text

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 from tests.support.model_server import RemoteModelServer, prompt_tokens
+from tests.support.runs import finished_run
 from tests.support.serve import ServeProcess, model_server_process
 
 from chatmem.store.db import Database
@@ -74,14 +74,7 @@ def chat(world: dict[str, Any]) -> Iterator[str]:
 def turn(api: httpx.Client, conversation_id: str, content: str) -> dict[str, Any]:
     response = api.post(f"/api/v1/conversations/{conversation_id}/turns", json={"content": content})
     assert response.status_code == 202, response.text
-    run_id = response.json()["run_id"]
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        run = api.get(f"/api/v1/runs/{run_id}").json()
-        if run["status"] != "running":
-            return dict(run)
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} still running")
+    return finished_run(api, response.json()["run_id"])
 
 
 def deltas(api: httpx.Client, run_id: str) -> str:
