@@ -23,7 +23,7 @@ import asyncio
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from chatmem.turns.events import RunEvent
@@ -117,18 +117,25 @@ class _LiveLog:
 
 
 class LocalCoordinator(Coordinator):
-    """Single-process coordination.  All methods must run on the app's event loop."""
+    """Single-process coordination.  All methods must run on the app's event loop.
+    ``clock`` is monotonic seconds (injectable for tests: lock expiry, linger)."""
 
-    def __init__(self, replica_id: str | None = None, linger: float = LINGER_SECONDS) -> None:
+    def __init__(
+        self,
+        replica_id: str | None = None,
+        linger: float = LINGER_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.replica_id = replica_id or new_replica_id()
         self._linger = linger
+        self._clock = clock
         self._logs: dict[str, _LiveLog] = {}
         self._stops: dict[str, asyncio.Event] = {}
         self._locks: dict[str, tuple[str, float]] = {}
         self._next_prune = 0.0
 
     def _prune(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if now < self._next_prune:
             return  # a walk over every live log at most once a second, not on every call
         self._next_prune = now + 1.0
@@ -151,7 +158,7 @@ class LocalCoordinator(Coordinator):
     async def finish_run(self, run_id: str) -> None:
         log = self._logs.get(run_id)
         if log is not None:
-            log.finished_at = time.monotonic()
+            log.finished_at = self._clock()
             log.wake()
 
     async def is_live(self, run_id: str) -> bool:
@@ -185,7 +192,7 @@ class LocalCoordinator(Coordinator):
         self._stops.pop(run_id, None)
 
     async def acquire(self, name: str, ttl: float = 30.0) -> str | None:
-        now = time.monotonic()
+        now = self._clock()
         held = self._locks.get(name)
         if held is not None and held[1] > now:
             return None
@@ -197,7 +204,7 @@ class LocalCoordinator(Coordinator):
         held = self._locks.get(name)
         if held is None or held[0] != token:
             return False
-        self._locks[name] = (token, time.monotonic() + ttl)
+        self._locks[name] = (token, self._clock() + ttl)
         return True
 
     async def release(self, name: str, token: str) -> None:
