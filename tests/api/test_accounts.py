@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
-import time
 from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 from tests.support.app import ApiUser, make_user
+from tests.support.clock import ManualClock
 
 from chatmem.cli import main
 from chatmem.settings import Settings
 from chatmem.store.types import utcnow
+from chatmem.web import deps
 from chatmem.web.app import create_app
 from chatmem.web.deps import CredentialCache
 
@@ -117,11 +118,17 @@ def test_a_logged_out_session_cookie_is_refused_at_once(client: TestClient) -> N
     assert client.get("/api/v1/me").status_code == 401
 
 
-def test_remembered_credentials_expire_and_never_outlive_a_browser_session() -> None:
+def test_remembered_credentials_expire_and_never_outlive_a_browser_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = ManualClock()
+    monkeypatch.setattr(deps, "time", clock.as_time_module())  # the cache's clock only
     cache = CredentialCache(ttl=0.05)
     cache.put("token", "u1")
     assert cache.get("token") is not None and cache.get("token").user_id == "u1"  # type: ignore[union-attr]
-    time.sleep(0.06)
+    clock.advance(0.04)
+    assert cache.get("token") is not None  # still remembered within its ttl
+    clock.advance(0.02)
     assert cache.get("token") is None
     cache.put("cookie", "u2", "csrf", expires_at=utcnow() - timedelta(seconds=1))
     assert cache.get("cookie") is None  # an expired session is not remembered at all
