@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import threading
-import time
+from typing import Any
 
 from fastapi.testclient import TestClient
 from tests.support.model_server import FakeModelServer
+from tests.support.runs import finished_run
 from tests.turns.conftest import Chat, make_chat
 
 from chatmem.settings import Settings
 from chatmem.web.app import create_app
+
+
+def _finished(chat: Chat, run_id: str) -> dict[str, Any]:
+    """The run once it has ended: its own event stream, read to its terminal event."""
+    return finished_run(chat.client, run_id, chat.headers)
+
+
+def _turn(chat: Chat, content: str) -> dict[str, Any]:
+    return _finished(chat, chat.start(content))
 
 
 def test_turn_streams_deltas_then_done_and_stores_the_answer_TURN_1(chat: Chat) -> None:
@@ -24,7 +34,7 @@ def test_turn_streams_deltas_then_done_and_stores_the_answer_TURN_1(chat: Chat) 
         "".join(e["data"]["text"] for e in events if e["event"] == "delta")
         == "Hello there, friend!"
     )
-    run = chat.wait(run_id)
+    run = chat.run(run_id)  # the events above end with the run's end, stored with it
     assert run["status"] == "completed"
     assert run["usage"] == {"prompt_tokens": 120, "completion_tokens": 7}
     assert run["cost"] == (120 * 1.0 + 7 * 2.0) / 1e6  # USE-1: reported usage × profile prices
@@ -33,8 +43,8 @@ def test_turn_streams_deltas_then_done_and_stores_the_answer_TURN_1(chat: Chat) 
 
 
 def test_every_model_request_is_the_engines_plan(chat: Chat) -> None:
-    chat.turn("First question")
-    chat.turn("Second question")
+    _turn(chat, "First question")
+    _turn(chat, "Second question")
     sent = chat.model.chat_requests[-1].messages
     contents = [m["content"] for m in sent if m["role"] in ("user", "assistant")]
     assert contents[-1] == "Second question"
@@ -51,7 +61,7 @@ def test_idempotency_key_answers_the_same_run_TURN_6(chat: Chat) -> None:
     second = chat.submit("Once", **{"Idempotency-Key": "k-1"})
     assert first.status_code == second.status_code == 202
     assert first.json()["run_id"] == second.json()["run_id"]
-    chat.wait(first.json()["run_id"])
+    _finished(chat, first.json()["run_id"])
     assert [m["role"] for m in chat.messages()].count("user") == 1
     assert len(chat.model.chat_requests) == 1
 
@@ -71,7 +81,7 @@ def test_one_turn_at_a_time_per_conversation(chat: Chat) -> None:
         f"/api/v1/conversations/{chat.conversation_id}/runs?active=1", headers=chat.headers
     ).json()["items"]
     assert [r["id"] for r in active] == [run_id]
-    chat.wait(run_id)
+    _finished(chat, run_id)
     assert chat.submit("Now").status_code == 202
 
 
@@ -108,7 +118,7 @@ def test_closing_the_watcher_does_not_cancel_the_turn_TURN_1(chat: Chat) -> None
     run_id = chat.start("Go")
     first = chat.events(run_id, limit=1)
     assert first[0]["event"] == "delta"
-    run = chat.wait(run_id)
+    run = _finished(chat, run_id)
     assert run["status"] == "completed"
     assert chat.messages()[-1]["content"] == "keep going after the tab closed"
 
@@ -128,12 +138,12 @@ def test_stop_keeps_the_text_streamed_so_far_TURN_2(chat: Chat) -> None:
     assert chat.events(run_id)[-1]["data"]["status"] == "stopped"
     # The conversation continues.
     chat.model.reply("Continuing.")
-    assert chat.turn("Continue")["status"] == "completed"
+    assert _turn(chat, "Continue")["status"] == "completed"
 
 
 def test_provider_context_length_error_gives_the_ctx19_message(chat: Chat) -> None:
     chat.model.context_length_error()
-    run = chat.turn("Hello")
+    run = _turn(chat, "Hello")
     assert run["status"] == "failed"
     assert run["error"]["code"] == "context_length_exceeded"
     assert "Economy" in run["error"]["message"]
@@ -160,7 +170,7 @@ def test_foreign_runs_answer_404_STORE_1(
     alice = make_chat(turn_client, model_server, name="alice")
     mallory = make_chat(turn_client, model_server, name="mallory")
     run_id = alice.start("Secret")
-    alice.wait(run_id)
+    _finished(alice, run_id)
     for method, path in [
         ("GET", f"/api/v1/runs/{run_id}"),
         ("POST", f"/api/v1/runs/{run_id}/stop"),
@@ -181,7 +191,7 @@ def test_guard_ends_a_long_turn_with_a_note_and_it_can_continue(
     chat = make_chat(turn_client, model_server)
     model_server.tool_call("missing_tool", {"x": 1})
     model_server.tool_call("missing_tool", {"x": 2})
-    run = chat.turn("Loop forever")
+    run = _turn(chat, "Loop forever")
     assert run["status"] == "completed"
     assert "limit" in run["note"]
     messages = chat.messages()
@@ -194,8 +204,7 @@ def test_guard_ends_a_long_turn_with_a_note_and_it_can_continue(
     answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     assert calls == answered
     model_server.reply("Done now.")
-    assert chat.turn("Continue")["status"] == "completed"
-    time.sleep(0)
+    assert _turn(chat, "Continue")["status"] == "completed"
 
 
 def test_shutdown_mid_turn_interrupts_and_keeps_the_text_TURN_3(
@@ -234,9 +243,9 @@ def test_turns_keep_the_message_quota_STORE_4(
     with TestClient(create_app(turn_settings.model_copy(update={"max_messages": 3}))) as client:
         chat = make_chat(client, model_server)
         model_server.reply("first answer")
-        assert chat.turn("first question")["status"] == "completed"
+        assert _turn(chat, "first question")["status"] == "completed"
         model_server.reply("second answer")
-        assert chat.turn("second question")["status"] == "completed"
+        assert _turn(chat, "second question")["status"] == "completed"
         assert [m["content"] for m in chat.messages()] == [
             "first answer",
             "second question",
