@@ -11,11 +11,14 @@ on success, roll back on any exception.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -28,6 +31,15 @@ from chatmem.settings import Settings
 from chatmem.store.private import create_private_file, make_private_dir
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+#: Connections per SQLite engine.  Every request thread may hold one (anyio's pool runs up to
+#: 40 threads), plus the short units the event loop runs itself: 8 kept open, up to 64 in all,
+#: so no request ever waits for a connection.  SQLite connections are cheap to open.
+SQLITE_POOL_SIZE = 8
+SQLITE_POOL_OVERFLOW = 56
+#: PostgreSQL: enough for the 40 request threads of one replica, well under the server's
+#: default ``max_connections`` (100) for two replicas.
+PG_POOL_SIZE = 10
+PG_POOL_OVERFLOW = 30
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
 SQLITE_CACHE_KIB = 32 * 1024
 # Any constant shared by every replica; identifies "chatmem schema migration" for pg locks.
@@ -65,8 +77,10 @@ class Database:
             kwargs["connect_args"] = {"check_same_thread": False, "isolation_level": None}
             if not database or database == ":memory:":
                 kwargs["poolclass"] = StaticPool
+            else:
+                kwargs.update(pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW)
         elif self.dialect == "postgresql":
-            kwargs["pool_pre_ping"] = True
+            kwargs.update(pool_pre_ping=True, pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_OVERFLOW)
         else:
             raise ConfigurationError(f"Unsupported database backend: {self.dialect}")
         self.engine: Engine = create_engine(self.url, **kwargs)
@@ -74,6 +88,9 @@ class Database:
         #: :meth:`connection_nowait`).  Not for an in-memory database, which is one shared
         #: connection.
         self._nowait_engine: Engine | None = None
+        #: SQLite: this process's writers take turns here, first come first served, before
+        #: they ask SQLite for its write lock (see :class:`WriterTurns`).
+        self.writers = WriterTurns(enabled=self.dialect == "sqlite")
         if self.dialect == "sqlite":
             _tune_sqlite(self.engine, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
             if "poolclass" not in kwargs:
@@ -83,9 +100,9 @@ class Database:
                     chatmem_begin="IMMEDIATE"
                 )
         self.sessionmaker: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
-        # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so they
-        # queue on busy_timeout instead of failing with "database is locked" when a read
-        # transaction would have to upgrade after another writer committed.  Readers stay
+        # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so a
+        # read transaction never has to upgrade after another writer committed (which fails
+        # at once).  The async callers wait their turn first (``writers``).  Readers stay
         # deferred and never block anybody (WAL).
         self.write_sessionmaker: sessionmaker[Session] = sessionmaker(
             self.engine.execution_options(chatmem_begin="IMMEDIATE")
@@ -172,6 +189,55 @@ class Database:
 def connection_of(db: Session | Connection) -> Connection:
     """The Core connection of a session (or the connection itself), for prepared statements."""
     return db.connection() if isinstance(db, Session) else db
+
+
+class WriterTurns:
+    """SQLite writers of this process take turns, first come first served, on the event loop.
+
+    SQLite has one write lock, and its busy handler polls with back-off and is not fair: a
+    burst of 200 writing requests used to time out (``database is locked``), and a writer
+    waiting in the handler held a worker thread the lock's holder might need to finish.  So
+    a writer waits its turn here *before* it starts (an ``asyncio.Lock`` is first in, first
+    out and holds no thread while it waits), then runs its one transaction.  A task that
+    already holds the turn is not queued again (:meth:`turn` is re-entrant per task).  On
+    PostgreSQL nothing waits here.  Other processes (the CLI, a second server) still meet
+    SQLite's busy timeout."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._locks: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            WeakKeyDictionary()
+        )
+
+    def _lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Holds the write turn for the block."""
+        if not self.enabled or _HOLDS_TURN.get():
+            yield
+            return
+        async with self._lock():
+            _HOLDS_TURN.set(True)
+            try:
+                yield
+            finally:
+                _HOLDS_TURN.set(False)
+
+    def free_now(self) -> bool:
+        """Whether a unit run right now on the loop, without awaiting, would skip nobody's
+        turn (nobody holds it or waits for it, or this task holds it)."""
+        if not self.enabled or _HOLDS_TURN.get():
+            return True
+        return not self._lock().locked()
+
+
+_HOLDS_TURN: ContextVar[bool] = ContextVar("chatmem_holds_write_turn", default=False)
 
 
 def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:

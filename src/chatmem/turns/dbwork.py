@@ -52,8 +52,11 @@ def work_sync(
 
 
 async def work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Runs ``fn(session, *args, **kwargs)`` in one writer transaction in a worker thread."""
-    return await anyio.to_thread.run_sync(lambda: work_sync(db, fn, *args, **kwargs))
+    """Runs ``fn(session, *args, **kwargs)`` in one writer transaction in a worker thread,
+    once it is this unit's turn to write (SQLite: :class:`~chatmem.store.db.WriterTurns`; the
+    wait holds no thread)."""
+    async with db.writers.turn():
+        return await anyio.to_thread.run_sync(lambda: work_sync(db, fn, *args, **kwargs))
 
 
 async def read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -69,7 +72,9 @@ async def quick_work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: A
     write lock; if another writer holds it (``database is locked`` at ``BEGIN IMMEDIATE``,
     so nothing was done) the unit goes to a worker thread and waits its turn there, as
     :func:`work` does.  Elsewhere it is :func:`work`."""
-    if db.can_write_nowait:
+    if db.can_write_nowait and db.writers.free_now():
+        # Nobody waits for the turn, and nothing is awaited until the unit ends: it runs
+        # ahead of no one.
         try:
             with db.connection_nowait() as connection:
                 return fn(connection, *args, **kwargs)

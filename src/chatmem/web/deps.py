@@ -16,12 +16,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated
 
+import anyio
 from fastapi import Depends, Request
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -48,10 +49,30 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 DatabaseDep = Annotated[Database, Depends(get_database)]
 
 
-def get_db_session(request: Request, db: DatabaseDep) -> Iterator[Session]:
-    # Requests that may write start as writers (see Database.session); reads never block.
-    with db.session(write=request.method not in SAFE_METHODS) as session:
-        yield session
+async def get_db_session(request: Request, db: DatabaseDep) -> AsyncIterator[Session]:
+    """Requests that may write start as writers (see ``Database.session``) once it is their
+    turn (``Database.writers``: on SQLite a burst of writers queues on the event loop, first
+    come first served, holding no thread, instead of failing); reads never wait.  Committed
+    when the route returns normally, rolled back when it raises, in a worker thread."""
+    write = request.method not in SAFE_METHODS
+    async with db.writers.turn() if write else nullcontext():
+        session = (db.write_sessionmaker if write else db.sessionmaker)()
+        try:
+            yield session
+        except BaseException:
+            await anyio.to_thread.run_sync(_end, session, False)
+            raise
+        await anyio.to_thread.run_sync(_end, session, True)
+
+
+def _end(session: Session, commit: bool) -> None:
+    try:
+        if commit:
+            session.commit()
+        else:
+            session.rollback()
+    finally:
+        session.close()
 
 
 DbSession = Annotated[Session, Depends(get_db_session, scope="function")]
