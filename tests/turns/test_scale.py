@@ -6,7 +6,6 @@ whose replica died is marked ``interrupted`` by a surviving one.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from fastapi.testclient import TestClient
 from tests.conftest import skip_or_fail
 from tests.support.app import _PostgresPool
 from tests.support.model_server import FakeModelServer
+from tests.support.runs import finished_run
 from tests.turns.conftest import Chat, make_chat
 
 from chatmem.settings import Settings
@@ -77,7 +77,7 @@ def test_turn_started_on_one_replica_is_watched_and_stopped_on_another_SCALE_2(
     assert replay[-1]["event"] == "done" and replay[-1]["data"]["status"] == "stopped"
     # The conversation lock was released across replicas.
     model_server.reply("next")
-    assert on_b.turn("Next")["status"] == "completed"
+    assert finished_run(b, on_b.start("Next"), on_b.headers)["status"] == "completed"
 
 
 def test_a_dead_replicas_run_is_interrupted_by_a_survivor_SCALE_2(
@@ -102,5 +102,4 @@ def test_a_dead_replicas_run_is_interrupted_by_a_survivor_SCALE_2(
     model_server.reply("slow " * 20, delay=0.05)
     live = chat.start("Live")
     assert live not in b.portal.call(b.app.state.turns.recover)  # type: ignore[attr-defined,union-attr]
-    assert chat.wait(live)["status"] == "completed"
-    time.sleep(0)
+    assert finished_run(a, live, chat.headers)["status"] == "completed"
