@@ -6,7 +6,8 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from tests.support.app import ApiUser
 
-from chatmem.turns.tool_results import ToolAttachment, store_attachments
+from chatmem.store.files import add_attachments
+from chatmem.turns.tool_results import ToolAttachment
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 3
 
@@ -20,7 +21,7 @@ def _conversation_with_image(client: TestClient, user: ApiUser) -> tuple[str, st
         headers=h,
     ).json()
     with client.app.state.db.session() as session:  # type: ignore[attr-defined]
-        [file] = store_attachments(
+        [file] = add_attachments(
             session, cid, posted["id"], [ToolAttachment("shot.png", "image/png", PNG)]
         )
         session.commit()

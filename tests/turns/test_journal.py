@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import IntegrityError
 
-from chatmem.store import accounts
+from chatmem.store import accounts, runs
 from chatmem.store.conversations import create_conversation
 from chatmem.store.db import Database
 from chatmem.store.quotas import Limits
-from chatmem.turns import runs
 from chatmem.turns.coordinator import LocalCoordinator
 from chatmem.turns.events import RunEvent
 from chatmem.turns.journal import EventJournal

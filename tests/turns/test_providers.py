@@ -20,9 +20,9 @@ from tests.support.mcp_server import McpServerProcess, running_mcp_server, wait_
 from tests.support.model_server import CONTEXT_ERRORS, FakeModelServer, prompt_tokens
 from tests.turns.conftest import Chat, make_chat, seed_pairs
 
+from chatmem.store import runs
 from chatmem.store.tables.runs import UsageRow
 from chatmem.turns import inputs as turn_inputs
-from chatmem.turns import runs
 
 WINDOW = 8192
 RESERVE = 1024

@@ -18,8 +18,8 @@ from tests.support.runs import finished_run
 from tests.turns.conftest import Chat, make_chat
 
 from chatmem.settings import Settings
+from chatmem.store import runs
 from chatmem.store.tables.runs import Run
-from chatmem.turns import runs
 from chatmem.web.app import create_app
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -86,14 +86,13 @@ def test_a_dead_replicas_run_is_interrupted_by_a_survivor_SCALE_2(
     a, b = replicas
     chat = make_chat(a, model_server)
     with a.app.state.db.session() as session:  # type: ignore[attr-defined]
-        run = runs.create_run(
+        run_id = runs.start_run(
             session,
             user_id=chat.user.id,
             conversation_id=chat.conversation_id,
             user_message_id=None,
             replica_id="replica-that-died",
         )
-        run_id = run.id
     interrupted = b.portal.call(b.app.state.turns.recover)  # type: ignore[attr-defined,union-attr]
     assert run_id in interrupted
     with a.app.state.db.session() as session:  # type: ignore[attr-defined]

@@ -93,6 +93,15 @@ def owned_conversation(
     return conversation
 
 
+def owned_conversation_row(session: Session, user_id: str, conversation_id: str) -> Conversation:
+    """:func:`owned_conversation` by the user's id (the turn path has no ``User``): never an
+    archived one."""
+    row = session.get(Conversation, conversation_id)
+    if row is None or row.user_id != user_id or row.archived_at is not None:
+        raise NotFound("conversation")
+    return row
+
+
 def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise InvalidInput(f"Unknown mode {mode!r}; use one of {', '.join(MODES)}.")

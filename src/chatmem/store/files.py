@@ -4,14 +4,18 @@ state (``auto`` follows its message in and out of memory, ``pinned`` is always s
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
+from chatmem.store.db import connection_of
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Message
 from chatmem.store.tokens import counts_for_text
-from chatmem.store.types import utcnow
+from chatmem.store.types import new_id, utcnow
 
 FILE_STATES = ("auto", "pinned", "excluded")
 MAX_NAME = 500
@@ -59,6 +63,55 @@ def add_file(
     conversation.updated_at = utcnow()
     session.flush()
     return row
+
+
+class Attachment(Protocol):
+    """A binary file to store (a tool result's attachment is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def mime(self) -> str: ...
+
+    @property
+    def data(self) -> bytes: ...
+
+
+_INSERT_FILES = insert(File)
+
+
+def add_attachments(
+    session: Session | Connection,
+    conversation_id: str,
+    message_id: str,
+    attachments: Sequence[Attachment],
+) -> list[dict[str, Any]]:
+    """Stores each attachment as a file of the message (PROV-4; state ``auto``, no text);
+    returns their public descriptions (id, name, mime, size)."""
+    now = utcnow()
+    rows = [
+        {
+            "id": new_id(),
+            "conversation_id": conversation_id,
+            "message_id": message_id,
+            "name": attachment.name,
+            "content": "",
+            "state": "auto",
+            "size": len(attachment.data),
+            "mime": attachment.mime,
+            "data": attachment.data,
+            "created_at": now,
+            **counts_for_text(""),
+        }
+        for attachment in attachments
+    ]
+    if rows:
+        connection_of(session).execute(_INSERT_FILES, rows)
+    return [
+        {"id": row["id"], "name": row["name"], "mime": row["mime"], "size": row["size"]}
+        for row in rows
+    ]
 
 
 def owned_file(session: Session, user: User, file_id: str) -> File:

@@ -1,35 +1,93 @@
 """The durable side of runs: rows, stored events, tool-call records and the usage ledger.
 
 Plain synchronous functions over a SQLAlchemy ``Session`` (the runner calls them in a worker
-thread, routes call them directly).  Every lookup is scoped to the owner: a foreign run id
-answers exactly like a missing one (STORE-1).
+thread, routes call them directly).  A run is read as a :class:`RunRecord` (a frozen copy of
+its row, not an ORM object); a stored event as a :class:`StoredEvent`.  Every lookup is scoped
+to the owner: a foreign run id answers exactly like a missing one (STORE-1).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, and_, bindparam, func, insert, null, or_, select, update
 from sqlalchemy.orm import Session
 
-from chatmem.errors import NotFound
+from chatmem.errors import Conflict, NotFound
 from chatmem.store.db import connection_of
 from chatmem.store.tables.accounts import User
-from chatmem.store.tables.runs import Run, RunEventRow, ToolCallRow, UsageRow
+from chatmem.store.tables.conversations import Conversation
+from chatmem.store.tables.runs import ExtensionRequest, Run, RunEventRow, ToolCallRow, UsageRow
 from chatmem.store.types import iso, new_id, utcnow
-from chatmem.turns.events import RunEvent
 
 FINISHED_STATUSES = frozenset({"completed", "stopped", "interrupted", "failed"})
 
 
-def owned_run(session: Session, user_id: str, run_id: str) -> Run:
-    run = session.get(Run, run_id)
-    if run is None or run.user_id != user_id:
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run as stored (the ``runs`` row, read once)."""
+
+    id: str
+    conversation_id: str
+    user_id: str
+    status: str
+    idempotency_key: str | None
+    user_message_id: str | None
+    profile_id: str | None
+    error_code: str | None
+    error_message: str | None
+    note: str | None
+    replica_id: str | None
+    heartbeat_at: datetime | None
+    last_seq: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    created_at: datetime
+    finished_at: datetime | None
+    #: PROV-6: the "ask first" tool call the run waits on, or None.
+    waiting: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One stored run event (``run_events``)."""
+
+    seq: int
+    type: str
+    data: dict[str, Any]
+
+
+class Event(Protocol):
+    """What :func:`store_events` needs of an event (the turns' ``RunEvent`` is one)."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+_RUN_COLUMNS = select(*(getattr(Run, f.name) for f in fields(RunRecord)))
+_OWNED_RUN = _RUN_COLUMNS.where(Run.id == bindparam("rid"), Run.user_id == bindparam("uid"))
+
+
+def _run_record(row: Any) -> RunRecord:
+    return RunRecord(*row)
+
+
+def owned_run(session: Session, user_id: str, run_id: str) -> RunRecord:
+    row = session.execute(_OWNED_RUN, {"rid": run_id, "uid": user_id}).first()
+    if row is None:
         raise NotFound("run")
-    return run
+    return _run_record(row)
 
 
 _RUN_OWNER = select(Run.user_id).where(Run.id == bindparam("rid"))
@@ -41,27 +99,30 @@ def run_owner_id(connection: Connection, run_id: str) -> str | None:
     return owner
 
 
-def run_for_idempotency_key(session: Session, user_id: str, key: str) -> Run | None:
-    return session.scalars(
-        select(Run).where(Run.user_id == user_id, Run.idempotency_key == key)
+def run_for_idempotency_key(session: Session, user_id: str, key: str) -> RunRecord | None:
+    row = session.execute(
+        _RUN_COLUMNS.where(Run.user_id == user_id, Run.idempotency_key == key)
     ).first()
+    return None if row is None else _run_record(row)
 
 
-def running_run(session: Session, conversation_id: str) -> Run | None:
-    return session.scalars(
-        select(Run)
-        .where(Run.conversation_id == conversation_id, Run.status == "running")
+def running_run(session: Session, conversation_id: str) -> RunRecord | None:
+    row = session.execute(
+        _RUN_COLUMNS.where(Run.conversation_id == conversation_id, Run.status == "running")
         .order_by(Run.created_at.desc())
+        .limit(1)
     ).first()
+    return None if row is None else _run_record(row)
 
 
 def conversation_runs(
     session: Session, conversation_id: str, *, active_only: bool = False, limit: int = 50
-) -> list[Run]:
-    query = select(Run).where(Run.conversation_id == conversation_id)
+) -> list[RunRecord]:
+    query = _RUN_COLUMNS.where(Run.conversation_id == conversation_id)
     if active_only:
         query = query.where(Run.status == "running")
-    return list(session.scalars(query.order_by(Run.created_at.desc()).limit(limit)))
+    rows = session.execute(query.order_by(Run.created_at.desc()).limit(limit))
+    return [_run_record(row) for row in rows]
 
 
 # The statements of every turn, built once (building one costs SQLAlchemy more than SQLite
@@ -69,6 +130,7 @@ def conversation_runs(
 _INSERT_RUN = insert(Run)
 _INSERT_EVENT = insert(RunEventRow)
 _INSERT_USAGE = insert(UsageRow)
+_INSERT_TOOL_CALL = insert(ToolCallRow)
 _SET_LAST_SEQ = update(Run).where(Run.id == bindparam("rid")).values(last_seq=bindparam("new_seq"))
 _ADD_RUN_USAGE = (
     update(Run)
@@ -130,19 +192,12 @@ def start_run(
     return run_id
 
 
-def create_run(session: Session, **values: Any) -> Run:
-    """Like :func:`start_run`, returning the row."""
-    run = session.get(Run, start_run(session, **values))
-    assert run is not None
-    return run
-
-
-def store_events(session: Session, run_id: str, events: Sequence[RunEvent]) -> None:
+def store_events(session: Session | Connection, run_id: str, events: Sequence[Event]) -> None:
     """Stores a batch of events (one multi-row insert) and advances the run's ``last_seq``."""
     if not events:
         return
     now = utcnow()
-    connection = session.connection()
+    connection = connection_of(session)
     connection.execute(
         _INSERT_EVENT,
         [
@@ -155,15 +210,15 @@ def store_events(session: Session, run_id: str, events: Sequence[RunEvent]) -> N
 
 def events_after(
     session: Session, run_id: str, after: int, limit: int | None = None
-) -> list[RunEvent]:
+) -> list[StoredEvent]:
     query = (
-        select(RunEventRow)
+        select(RunEventRow.seq, RunEventRow.type, RunEventRow.data)
         .where(RunEventRow.run_id == run_id, RunEventRow.seq > after)
         .order_by(RunEventRow.seq)
     )
     if limit is not None:
         query = query.limit(limit)
-    return [RunEvent(r.seq, r.type, dict(r.data)) for r in session.scalars(query)]
+    return [StoredEvent(seq, type_, dict(data)) for seq, type_, data in session.execute(query)]
 
 
 def last_seq(session: Session, run_id: str) -> int:
@@ -226,24 +281,27 @@ def tool_started(
     first" call is recorded ``waiting`` (PROV-6).  The arguments are kept with their SHA-256
     digest, which the administrators' list shows."""
     assert status in ("started", "waiting")
-    row = ToolCallRow(
-        run_id=run_id,
-        conversation_id=conversation_id,
-        call_id=call_id,
-        name=name,
-        arguments=arguments,
-        arguments_sha256=hashlib.sha256(arguments.encode("utf-8")).hexdigest(),
-        message_id=message_id,
-        server_id=server_id,
-        server_name=server_name,
-        tool=tool,
-        user_id=user_id,
-        status=status,
-        started_at=utcnow(),
+    row_id = new_id()
+    session.connection().execute(
+        _INSERT_TOOL_CALL,
+        {
+            "id": row_id,
+            "run_id": run_id,
+            "conversation_id": conversation_id,
+            "call_id": call_id,
+            "name": name,
+            "arguments": arguments,
+            "arguments_sha256": hashlib.sha256(arguments.encode("utf-8")).hexdigest(),
+            "message_id": message_id,
+            "server_id": server_id,
+            "server_name": server_name,
+            "tool": tool,
+            "user_id": user_id,
+            "status": status,
+            "started_at": utcnow(),
+        },
     )
-    session.add(row)
-    session.flush()
-    return row.id
+    return row_id
 
 
 def tool_finished(
@@ -265,6 +323,51 @@ def set_waiting(session: Session, run_id: str, waiting: dict[str, Any] | None) -
     """PROV-6: the call a running turn waits on (shown in the run's JSON), or None."""
     value = waiting if waiting is not None else null()
     session.execute(update(Run).where(Run.id == run_id).values(waiting=value))
+
+
+def record_decision(
+    session: Session, user_id: str, run_id: str, call_id: str, decision: str
+) -> RunRecord:
+    """PROV-6: writes the user's answer on the latest call ``call_id`` of their run, by one
+    conditional update (only a row still ``waiting`` with no decision takes one); returns the
+    run.  Repeating the same answer is harmless; a different or late one is a ``Conflict``."""
+    run = owned_run(session, user_id, run_id)
+    row = session.execute(
+        select(ToolCallRow.id)
+        .where(ToolCallRow.run_id == run_id, ToolCallRow.call_id == call_id)
+        .order_by(ToolCallRow.started_at.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        raise NotFound("tool call")
+    claim = (
+        update(ToolCallRow)
+        .where(
+            ToolCallRow.id == row.id,
+            ToolCallRow.status == "waiting",
+            ToolCallRow.decision.is_(None),
+        )
+        .values(decision=decision, decided_by=user_id, decided_at=utcnow())
+    )
+    taken = session.connection().execute(claim).rowcount
+    if not taken and tool_decision(session, row.id) != decision:
+        raise Conflict("This tool call is not waiting for an answer any more.")
+    return run
+
+
+def tool_decision(session: Session, row_id: str) -> str | None:
+    """The decision on a recorded call (``approved``, ``refused``, ``expired``), or None."""
+    return session.scalar(select(ToolCallRow.decision).where(ToolCallRow.id == row_id))
+
+
+def expire_decision(session: Session, row_id: str) -> str | None:
+    """No answer in time: ``expired``, unless an answer landed just now (then that one)."""
+    session.execute(
+        update(ToolCallRow)
+        .where(ToolCallRow.id == row_id, ToolCallRow.decision.is_(None))
+        .values(decision="expired", decided_at=utcnow())
+    )
+    return tool_decision(session, row_id)
 
 
 def tool_call_page(
@@ -386,6 +489,46 @@ def conversation_cost(session: Session, conversation_id: str) -> float:
     return float(value or 0.0)
 
 
+#: How many recent answers the calibration looks at (CTX-2).
+CALIBRATION_WINDOW = 20
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationRow:
+    """A ledger row the calibration learns from (CTX-2, PROV-2): an ``answer`` or an
+    ``overflow``, the tokens the provider reported or named and chatmem's raw estimate."""
+
+    kind: str
+    prompt_tokens: int
+    estimated_prompt_tokens: int
+
+
+# Read at every turn: built once (building it costs more than running it).  Rows counted by
+# chatmem itself (``estimated``, PROV-1) teach nothing: only what a provider reported.
+_CALIBRATION = (
+    select(UsageRow.kind, UsageRow.prompt_tokens, UsageRow.estimated_prompt_tokens)
+    .where(
+        UsageRow.profile_id == bindparam("profile_id"),
+        UsageRow.kind.in_(("answer", "overflow")),
+        UsageRow.estimated.is_(False),
+        UsageRow.estimated_prompt_tokens.is_not(None),
+        UsageRow.estimated_prompt_tokens > 0,
+    )
+    .order_by(UsageRow.num.desc())
+    .limit(CALIBRATION_WINDOW)
+)
+
+
+def calibration_rows(session: Session | Connection, profile_id: str) -> list[CalibrationRow]:
+    """The profile's most recent :data:`CALIBRATION_WINDOW` answers and overflows that a
+    provider reported, newest first."""
+    rows = connection_of(session).execute(_CALIBRATION, {"profile_id": profile_id})
+    return [
+        CalibrationRow(kind, int(prompt or 0), int(estimated or 0))
+        for kind, prompt, estimated in rows
+    ]
+
+
 def spent_since(session: Session | Connection, user_id: str, since: datetime) -> float:
     value = session.scalar(
         select(func.coalesce(func.sum(UsageRow.cost), 0.0)).where(
@@ -395,10 +538,47 @@ def spent_since(session: Session | Connection, user_id: str, since: datetime) ->
     return float(value or 0.0)
 
 
+def spent_per_conversation(
+    session: Session | Connection, user_id: str, *, limit: int = 200
+) -> list[tuple[str | None, str | None, float]]:
+    """The user's spending per conversation, most first: (conversation id, its title — None
+    once deleted, the ledger outlives it — and the cost)."""
+    rows = session.execute(
+        select(UsageRow.conversation_id, Conversation.title, func.sum(UsageRow.cost))
+        .join(Conversation, Conversation.id == UsageRow.conversation_id, isouter=True)
+        .where(UsageRow.user_id == user_id)
+        .group_by(UsageRow.conversation_id, Conversation.title)
+        .order_by(func.sum(UsageRow.cost).desc())
+        .limit(limit)
+    )
+    return [(cid, title, float(cost or 0.0)) for cid, title, cost in rows]
+
+
+# --- extension requests (USE-3) -----------------------------------------------------------
+
+
+def last_extension_request(session: Session, user_id: str, since: datetime) -> datetime | None:
+    """When the user last asked for an extension at or after ``since`` (None: not since)."""
+    value: datetime | None = session.scalar(
+        select(func.max(ExtensionRequest.created_at)).where(
+            ExtensionRequest.user_id == user_id, ExtensionRequest.created_at >= since
+        )
+    )
+    return value
+
+
+def add_extension_request(session: Session, user_id: str, reason: str) -> datetime:
+    """Records a request for an extension; returns when it was made."""
+    now = utcnow()
+    session.add(ExtensionRequest(user_id=user_id, reason=reason, created_at=now))
+    session.flush()
+    return now
+
+
 # --- public shapes ------------------------------------------------------------------------
 
 
-def run_public(run: Run) -> dict[str, Any]:
+def run_public(run: RunRecord) -> dict[str, Any]:
     return {
         "id": run.id,
         "conversation_id": run.conversation_id,

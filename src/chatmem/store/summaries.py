@@ -15,7 +15,7 @@ caller's lookups (:func:`chatmem.store.conversations.owned_conversation`, STORE-
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NothingToCompress
@@ -84,6 +84,42 @@ def edit_summary(session: Session, conversation: Conversation, text: str) -> Sum
     session.add(edited)
     session.flush()
     return edited
+
+
+def add_summary(
+    session: Session,
+    conversation_id: str,
+    *,
+    first_message_id: str | None,
+    through_message_id: str | None,
+    message_count: int,
+    text: str,
+    focus: str | None,
+    cost: float,
+    model: str | None,
+) -> Summary:
+    """The next version of the conversation's summary (a compaction round's, CTX-12)."""
+    version = (
+        session.scalar(
+            select(func.max(Summary.version)).where(Summary.conversation_id == conversation_id)
+        )
+        or 0
+    ) + 1
+    row = Summary(
+        conversation_id=conversation_id,
+        version=version,
+        first_message_id=first_message_id,
+        through_message_id=through_message_id,
+        message_count=message_count,
+        text=text,
+        focus=focus,
+        cost=cost,
+        model=model,
+        created_at=utcnow(),
+        **counts_for_text(text),
+    )
+    session.add(row)
+    return row
 
 
 def _continued_title(title: str) -> str:

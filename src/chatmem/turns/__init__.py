@@ -9,7 +9,6 @@
 - ``events`` / ``journal`` — numbered run events, published live and stored in batches.
 - ``coordinator`` / ``redis_coordinator`` — live fan-out, stop signals, locks, liveness.
 - ``recovery`` — runs of dead processes become ``interrupted`` (TURN-3).
-- ``runs`` — the durable rows: runs, stored events, tool calls, the usage ledger.
 - ``context_view`` — the context endpoint's cached plans.
 - ``usage`` — spending and included usage (USE-1 … USE-3).
 - ``dbwork`` — short database units for async code.

@@ -21,14 +21,10 @@ import time
 from typing import Literal, cast
 
 import anyio
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from chatmem.errors import Conflict, NotFound
+from chatmem.store import runs
 from chatmem.store.db import Database
-from chatmem.store.tables.runs import ToolCallRow
-from chatmem.store.types import utcnow
-from chatmem.turns import runs
 from chatmem.turns.dbwork import read, work
 
 Decision = Literal["approved", "refused", "expired"]
@@ -42,44 +38,7 @@ def decide(
 ) -> dict[str, object]:
     """Records the user's answer to a waiting call of their run; answers the run's JSON.
     Repeating the same answer is harmless; a different or late one is a ``conflict``."""
-    run = runs.owned_run(session, user_id, run_id)
-    row = session.scalars(
-        select(ToolCallRow)
-        .where(ToolCallRow.run_id == run_id, ToolCallRow.call_id == call_id)
-        .order_by(ToolCallRow.started_at.desc())
-    ).first()
-    if row is None:
-        raise NotFound("tool call")
-    claim = (
-        update(ToolCallRow)
-        .where(
-            ToolCallRow.id == row.id,
-            ToolCallRow.status == "waiting",
-            ToolCallRow.decision.is_(None),
-        )
-        .values(decision=decision, decided_by=user_id, decided_at=utcnow())
-    )
-    taken = session.connection().execute(claim).rowcount
-    if not taken:
-        session.refresh(row)
-        if row.decision != decision:
-            raise Conflict("This tool call is not waiting for an answer any more.")
-    session.flush()
-    return runs.run_public(run)
-
-
-def _decision(session: Session, row_id: str) -> str | None:
-    return session.scalar(select(ToolCallRow.decision).where(ToolCallRow.id == row_id))
-
-
-def _expire(session: Session, row_id: str) -> str | None:
-    """No answer in time: ``expired``, unless an answer landed just now (then that one)."""
-    session.execute(
-        update(ToolCallRow)
-        .where(ToolCallRow.id == row_id, ToolCallRow.decision.is_(None))
-        .values(decision="expired", decided_at=utcnow())
-    )
-    return _decision(session, row_id)
+    return runs.run_public(runs.record_decision(session, user_id, run_id, call_id, decision))
 
 
 class Approvals:
@@ -103,12 +62,12 @@ class Approvals:
         try:
             while True:
                 event.clear()
-                decision = await read(db, _decision, row_id)
+                decision = await read(db, runs.tool_decision, row_id)
                 if decision is not None:
                     return cast(Decision, decision)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return cast(Decision, await work(db, _expire, row_id))
+                    return cast(Decision, await work(db, runs.expire_decision, row_id))
                 with anyio.move_on_after(min(POLL_SECONDS, left)):
                     await event.wait()
         finally:

@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
-from sqlalchemy import func, select
 
 from chatmem.context import folding
 from chatmem.context.compaction import SummaryRound
@@ -24,11 +23,9 @@ from chatmem.errors import ProviderError, ProviderUnreachable
 from chatmem.models.client import ModelClient
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
+from chatmem.store import runs
 from chatmem.store.db import Database
-from chatmem.store.tables.conversations import Summary
-from chatmem.store.tokens import counts_for_text
-from chatmem.store.types import utcnow
-from chatmem.turns import runs
+from chatmem.store.summaries import add_summary
 from chatmem.turns.dbwork import work
 from chatmem.turns.inputs import ModelTarget, TurnInputs, price
 
@@ -276,17 +273,9 @@ def _store_round(
 ) -> CompactionOutcome:
     """One round's summary version and its ledger row, in one transaction (CTX-12)."""
     text = answer.text
-    version = (
-        session.scalar(
-            select(func.max(Summary.version)).where(
-                Summary.conversation_id == payer.conversation_id
-            )
-        )
-        or 0
-    ) + 1
-    row = Summary(
-        conversation_id=payer.conversation_id,
-        version=version,
+    row = add_summary(
+        session,
+        payer.conversation_id,
         first_message_id=request.first_id,
         through_message_id=request.through,
         message_count=request.covered,
@@ -294,15 +283,12 @@ def _store_round(
         focus=focus,
         cost=cost,
         model=payer.target.model,
-        created_at=utcnow(),
-        **counts_for_text(text),
     )
-    session.add(row)
     payer.record(session, answer, cost)
     session.flush()
     return CompactionOutcome(
         summary_id=row.id,
-        version=version,
+        version=row.version,
         through=request.through,
         message_count=request.message_count,
         total=request.covered,

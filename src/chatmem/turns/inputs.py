@@ -26,6 +26,7 @@ from chatmem.context.values import Mode, Prices, Profile
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
 from chatmem.settings import Settings
+from chatmem.store import runs
 from chatmem.store.db import connection_of
 from chatmem.store.engine import (
     conversation_extras,
@@ -38,7 +39,6 @@ from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import McpServer, ModelProfile
-from chatmem.store.tables.runs import UsageRow
 
 
 @dataclass(frozen=True)
@@ -95,13 +95,6 @@ def price(prices: Prices | None, prompt_tokens: int, completion_tokens: int) -> 
     ) / 1e6
 
 
-def owned_conversation_row(session: Session, user_id: str, conversation_id: str) -> Conversation:
-    row = session.get(Conversation, conversation_id)
-    if row is None or row.user_id != user_id or row.archived_at is not None:
-        raise NotFound("conversation")
-    return row
-
-
 def resolve_target(
     session: Session | Connection,
     user_id: str,
@@ -153,26 +146,6 @@ def summarizer_target(
     return resolved if resolved.profile_id is not None else target
 
 
-#: How many recent answers the calibration looks at (CTX-2).
-CALIBRATION_WINDOW = 20
-
-
-# Read at every turn: built once (building it costs more than running it).  Rows counted by
-# chatmem itself (``estimated``, PROV-1) teach nothing: only what a provider reported.
-_CALIBRATION = (
-    select(UsageRow.kind, UsageRow.prompt_tokens, UsageRow.estimated_prompt_tokens)
-    .where(
-        UsageRow.profile_id == bindparam("profile_id"),
-        UsageRow.kind.in_(("answer", "overflow")),
-        UsageRow.estimated.is_(False),
-        UsageRow.estimated_prompt_tokens.is_not(None),
-        UsageRow.estimated_prompt_tokens > 0,
-    )
-    .order_by(UsageRow.num.desc())
-    .limit(CALIBRATION_WINDOW)
-)
-
-
 #: Seconds a profile's calibration is reused before the ledger is read again (at most one
 #: read per profile and period, not one per turn).  New answers count from the next read:
 #: the factor only scales an estimate, and the context endpoint keys its own cache on the
@@ -195,18 +168,15 @@ def calibration(session: Session | Connection, profile_id: str | None) -> float:
     now = time.monotonic()
     if cached is not None and cached[1] > now:
         return cached[0]
-    rows = connection_of(session).execute(_CALIBRATION, {"profile_id": profile_id}).all()
+    rows = runs.calibration_rows(session, profile_id)
     answers = [r for r in rows if r.kind == "answer"]
-    reported = sum(int(r.prompt_tokens or 0) for r in answers)
-    estimated = sum(int(r.estimated_prompt_tokens or 0) for r in answers)
+    reported = sum(r.prompt_tokens for r in answers)
+    estimated = sum(r.estimated_prompt_tokens for r in answers)
     factor = engine.calibration_factor(estimated, reported)
     for r in rows:
         if r.kind == "overflow":
             factor = max(
-                factor,
-                engine.calibration_factor(
-                    int(r.estimated_prompt_tokens or 0), int(r.prompt_tokens or 0)
-                ),
+                factor, engine.calibration_factor(r.estimated_prompt_tokens, r.prompt_tokens)
             )
     _calibrations[profile_id] = (factor, now + CALIBRATION_TTL)
     return factor
@@ -242,8 +212,6 @@ def learn_overflow(
     provider named, and at least one token more than the window leaves for it (so the same
     request is never admitted again, even when the provider named no size or a size that
     would seem to fit: then its window is smaller than the profile says)."""
-    from chatmem.turns import runs
-
     profile = inputs.profile
     budget = profile.context_window - profile.answer_reserve
     raw = raw_estimate(inputs)

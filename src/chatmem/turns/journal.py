@@ -22,8 +22,8 @@ from typing import Any, TypeVar, cast
 
 from sqlalchemy.orm import Session
 
+from chatmem.store import runs
 from chatmem.store.db import Database
-from chatmem.turns import runs
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.dbwork import work
 from chatmem.turns.events import RunEvent
@@ -142,3 +142,8 @@ class EventJournal:
             raise
         await self._coordinator.publish(self.run_id, event)
         return cast(T, result)
+
+
+def stored_events(session: Session, run_id: str, after: int) -> list[RunEvent]:
+    """The run's stored events after ``after``, as run events (a watcher's replay)."""
+    return [RunEvent(e.seq, e.type, e.data) for e in runs.events_after(session, run_id, after)]

@@ -20,10 +20,10 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from chatmem.store import runs
 from chatmem.store.messages import append_message
 from chatmem.store.tables.conversations import Conversation, Message
 from chatmem.store.tables.runs import Run, RunEventRow, ToolCallRow
-from chatmem.turns import runs
 from chatmem.turns.events import RunEvent
 
 INTERRUPTED_MESSAGE = (

@@ -50,9 +50,9 @@ from chatmem.errors import (
 )
 from chatmem.models.client import TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
+from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.types import new_id
-from chatmem.turns import runs
 from chatmem.turns.approvals import Approvals
 from chatmem.turns.compaction import ModelClients, run_fold
 from chatmem.turns.coordinator import Coordinator

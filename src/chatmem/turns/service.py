@@ -30,20 +30,22 @@ from chatmem.context.values import Mode
 from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunning
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
+from chatmem.store import runs
+from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import File
 from chatmem.store.types import new_id, utcnow
-from chatmem.turns import recovery, runs, usage
+from chatmem.turns import recovery, usage
 from chatmem.turns.approvals import Approvals, Decision, decide
 from chatmem.turns.compaction import ModelClients
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
 from chatmem.turns.dbwork import quick_work, read, work
 from chatmem.turns.events import RunEvent
-from chatmem.turns.inputs import TurnInputs, load_inputs, owned_conversation_row
-from chatmem.turns.journal import EventJournal
+from chatmem.turns.inputs import TurnInputs, load_inputs
+from chatmem.turns.journal import EventJournal, stored_events
 from chatmem.turns.mcp_links import McpPool
 from chatmem.turns.runner import TurnJob, TurnRunner
 from chatmem.turns.tools import ToolBox, load_mcp_servers
@@ -474,7 +476,7 @@ class TurnService:
                     last = event.seq
                     if event.terminal:
                         return
-            for event in await self._read(runs.events_after, run_id, last):
+            for event in await self._read(stored_events, run_id, last):
                 yield event
                 last = event.seq
                 if event.terminal:

@@ -27,13 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from chatmem.store.db import connection_of
-from chatmem.store.tables.conversations import File
-from chatmem.store.tokens import counts_for_text
-from chatmem.store.types import new_id, utcnow
+from chatmem.store.files import add_attachments
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 #: Extensions for media types the platform's table may not know (or names oddly).
@@ -179,40 +175,6 @@ def bounded(
     return text, tuple(kept)
 
 
-def store_attachments(
-    session: Session,
-    conversation_id: str,
-    message_id: str,
-    attachments: Sequence[ToolAttachment],
-) -> list[dict[str, Any]]:
-    """Stores each attachment as a file of the tool message (PROV-4); returns their public
-    descriptions (id, name, mime, size) for the ``tool_result`` event."""
-    rows = []
-    now = utcnow()
-    for attachment in attachments:
-        rows.append(
-            {
-                "id": new_id(),
-                "conversation_id": conversation_id,
-                "message_id": message_id,
-                "name": attachment.name,
-                "content": "",
-                "state": "auto",
-                "size": len(attachment.data),
-                "mime": attachment.mime,
-                "data": attachment.data,
-                "created_at": now,
-                **counts_for_text(""),
-            }
-        )
-    if rows:
-        connection_of(session).execute(insert(File), rows)
-    return [
-        {"id": row["id"], "name": row["name"], "mime": row["mime"], "size": row["size"]}
-        for row in rows
-    ]
-
-
 def store_tool_message(
     session: Session,
     conversation_id: str,
@@ -227,4 +189,4 @@ def store_tool_message(
     from chatmem.turns.inputs import store_message
 
     message_id = store_message(session, conversation_id, "tool", content, settings, meta, extra)
-    return message_id, store_attachments(session, conversation_id, message_id, attachments)
+    return message_id, add_attachments(session, conversation_id, message_id, attachments)

@@ -11,15 +11,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InsufficientCredits
 from chatmem.settings import Settings
-from chatmem.store.tables.conversations import Conversation
-from chatmem.store.tables.runs import ExtensionRequest, UsageRow
+from chatmem.store import runs
 from chatmem.store.types import iso, utcnow
-from chatmem.turns import runs
 
 #: A second extension request within this window is answered "already notified".
 EXTENSION_REPEAT_WINDOW = timedelta(hours=24)
@@ -53,14 +51,7 @@ def usage_summary(
         exhausted_by = "week"
     per_conversation = [
         {"conversation_id": cid, "title": title, "cost": round(float(cost), 8)}
-        for cid, title, cost in session.execute(
-            select(UsageRow.conversation_id, Conversation.title, func.sum(UsageRow.cost))
-            .join(Conversation, Conversation.id == UsageRow.conversation_id, isouter=True)
-            .where(UsageRow.user_id == user_id)
-            .group_by(UsageRow.conversation_id, Conversation.title)
-            .order_by(func.sum(UsageRow.cost).desc())
-            .limit(200)
-        )
+        for cid, title, cost in runs.spent_per_conversation(session, user_id)
     ]
     return {
         "currency": "USD",
@@ -93,26 +84,20 @@ def request_extension(session: Session, user_id: str, settings: Settings) -> dic
     summary = usage_summary(session, user_id, settings)
     reason = summary["exhausted_by"] or ""
     since = utcnow() - EXTENSION_REPEAT_WINDOW
-    recent = session.scalars(
-        select(ExtensionRequest)
-        .where(ExtensionRequest.user_id == user_id, ExtensionRequest.created_at >= since)
-        .order_by(ExtensionRequest.created_at.desc())
-    ).first()
+    recent = runs.last_extension_request(session, user_id, since)
     if recent is not None:
         return {
             "notified": False,
             "already_notified": True,
             "message": "Administrators were already notified",
-            "requested_at": iso(recent.created_at),
+            "requested_at": iso(recent),
         }
-    row = ExtensionRequest(user_id=user_id, reason=reason, created_at=utcnow())
-    session.add(row)
-    session.flush()
+    requested = runs.add_extension_request(session, user_id, reason)
     return {
         "notified": True,
         "already_notified": False,
         "message": "The administrators were notified",
-        "requested_at": iso(row.created_at),
+        "requested_at": iso(requested),
     }
 
 

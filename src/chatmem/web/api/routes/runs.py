@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 
 from chatmem.bounds import MAX_INT
 from chatmem.errors import InvalidInput, NotFound
-from chatmem.turns import runs
+from chatmem.store import runs
 from chatmem.turns.events import RunEvent
 from chatmem.web.api.routes.turns import UserId, short_read, turn_service
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id

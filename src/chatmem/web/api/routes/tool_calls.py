@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from chatmem.turns import runs
+from chatmem.store import runs
 from chatmem.web.api.schemas import WholeNumber
 from chatmem.web.deps import AdminUser, DbSession
 

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from chatmem.turns import runs
-from chatmem.turns.inputs import owned_conversation_row
+from chatmem.store import runs
+from chatmem.store.conversations import owned_conversation_row
 from chatmem.turns.service import TurnService
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
 
