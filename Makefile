@@ -27,7 +27,14 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-100} $(BIN)/python -m pytest -s tests/api/test_fuzz.py $(PYTEST_ARGS)
 
-bench: $(STAMP)
+# bench/load.py also measures the LiteLLM proxy (the `peers` extra, installed here only).
+PEERS_STAMP := $(VENV)/.installed-peers
+
+$(PEERS_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test,bench,peers]'
+	touch $(PEERS_STAMP)
+
+bench: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python bench/run.py
 
 lint: $(STAMP)
