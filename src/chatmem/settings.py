@@ -31,6 +31,13 @@ class Settings(BaseSettings):
         default=None,
         description="Redis URL; enables cross-replica coordination (run events, stop signals, locks).",
     )
+    replica_heartbeat: float = Field(
+        default=5.0,
+        gt=0,
+        le=60,
+        description="Seconds between a replica's heartbeats; a replica silent for three is dead "
+        "and its runs are marked interrupted by the others.",
+    )
     encryption_key: str | None = Field(
         default=None,
         description="Shared 32-byte URL-safe base64 key for API keys. Default: a key file in the state dir.",

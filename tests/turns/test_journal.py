@@ -1,5 +1,5 @@
-"""The event journal: live first, stored in order in background batches, complete at every
-checkpoint (TURN-6)."""
+"""The event journal: stored before it is published (durable before visible), in order, in
+group-committed batches, complete at every checkpoint (TURN-2, TURN-6)."""
 
 from __future__ import annotations
 
@@ -50,21 +50,36 @@ def _stored(db: Database, run_id: str) -> list[tuple[int, str]]:
         return [(e.seq, e.type) for e in runs.events_after(session, run_id, 0)]
 
 
-async def test_events_are_stored_in_order_in_background_batches_and_complete_at_a_checkpoint_TURN_6(
-    db: Database,
-) -> None:
+async def test_every_published_event_was_stored_first_in_order_TURN_2(db: Database) -> None:
     run_id = _new_run(db, *_conversation(db))
     coordinator = LocalCoordinator()
     await coordinator.open_run(run_id)
-    journal = EventJournal(run_id, db, coordinator, flush_size=3, flush_interval=60)
+    journal = EventJournal(run_id, db, coordinator)
     for i in range(7):
         await journal.emit("delta", {"text": str(i)})
-    live = [e.seq async for e in _until(coordinator, run_id, 7)]
-    assert live == list(range(1, 8))  # published at once, whatever the database does
+    live: list[int] = []
+    async for event in _until(coordinator, run_id, 7):
+        # What a watcher sees is already in the database: a kill -9 now loses none of it.
+        assert (event.seq, "delta") in _stored(db, run_id)
+        live.append(event.seq)
+    assert live == list(range(1, 8))
     await journal.flush()
     assert _stored(db, run_id) == [(seq, "delta") for seq in range(1, 8)]
     with db.session() as session:
         assert runs.owned_run(session, _owner(db, run_id), run_id).last_seq == 7
+
+
+async def test_events_are_published_only_after_their_write_commits(db: Database) -> None:
+    run_id = _new_run(db, *_conversation(db))
+    coordinator = LocalCoordinator()
+    await coordinator.open_run(run_id)
+    journal = EventJournal(run_id, db, coordinator)
+    async with db.writers.turn():  # another writer holds the turn: nothing can be stored
+        await journal.emit("delta", {"text": "a"})
+        await journal.emit("delta", {"text": "b"})
+        assert not await _published(coordinator, run_id)
+    await journal.flush()
+    assert [e.seq for e in await _published(coordinator, run_id)] == [1, 2]
 
 
 async def test_the_terminal_event_is_stored_with_the_checkpoint_writes_in_one_unit(
@@ -87,15 +102,20 @@ async def test_a_failed_background_write_surfaces_at_the_checkpoint_and_is_writt
 ) -> None:
     user_id, conversation_id = _conversation(db)
     run_id = "not-stored-yet"
-    journal = EventJournal(run_id, db, LocalCoordinator(), flush_size=2, flush_interval=60)
+    journal = EventJournal(run_id, db, LocalCoordinator())
     await journal.emit("delta", {"text": "a"})
-    await journal.emit("delta", {"text": "b"})  # a background write: no run row yet
+    await journal.emit("delta", {"text": "b"})  # written in the background: no run row yet
     with pytest.raises(IntegrityError):
         await journal.flush()
     _new_run(db, user_id, conversation_id, run_id=run_id)
     await journal.emit("delta", {"text": "c"})
     await journal.flush()
     assert _stored(db, run_id) == [(1, "delta"), (2, "delta"), (3, "delta")]
+
+
+async def _published(coordinator: LocalCoordinator, run_id: str) -> list[RunEvent]:
+    """What the live log holds right now (without waiting for more)."""
+    return list(coordinator._logs[run_id].events) if run_id in coordinator._logs else []
 
 
 async def _until(coordinator: LocalCoordinator, run_id: str, last: int) -> AsyncIterator[RunEvent]:

@@ -15,7 +15,7 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -31,15 +31,21 @@ from chatmem.settings import Settings
 from chatmem.store.private import create_private_file, make_private_dir
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
-#: Connections per SQLite engine.  Every request thread may hold one (anyio's pool runs up to
-#: 40 threads), plus the short units the event loop runs itself: 8 kept open, up to 64 in all,
-#: so no request ever waits for a connection.  SQLite connections are cheap to open.
+#: Request sessions and units of work in flight at once, per process (:class:`SessionSlots`).
+#: The rest wait on the event loop, holding neither a thread nor a connection: a session that
+#: has begun needs a thread again to finish (the route's body, its commit), and when every
+#: worker thread sat waiting for a pooled connection those sessions held, nothing moved.
+SESSION_SLOTS = 32
+#: Worker threads: one per slot, and as many again for the short reads that take no slot
+#: (authentication, sign-in) and the rest of the app's thread work.
+WORKER_THREADS = 2 * SESSION_SLOTS
+#: Connections: a slot each, plus the slot-less short reads.  SQLite connections are cheap
+#: (8 kept open); PostgreSQL stays well under its default ``max_connections`` (100) with two
+#: replicas.
 SQLITE_POOL_SIZE = 8
-SQLITE_POOL_OVERFLOW = 56
-#: PostgreSQL: enough for the 40 request threads of one replica, well under the server's
-#: default ``max_connections`` (100) for two replicas.
+SQLITE_POOL_OVERFLOW = 2 * SESSION_SLOTS - SQLITE_POOL_SIZE
 PG_POOL_SIZE = 10
-PG_POOL_OVERFLOW = 30
+PG_POOL_OVERFLOW = SESSION_SLOTS + 8 - PG_POOL_SIZE
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
 SQLITE_CACHE_KIB = 32 * 1024
 # Any constant shared by every replica; identifies "chatmem schema migration" for pg locks.
@@ -91,6 +97,8 @@ class Database:
         #: SQLite: this process's writers take turns here, first come first served, before
         #: they ask SQLite for its write lock (see :class:`WriterTurns`).
         self.writers = WriterTurns(enabled=self.dialect == "sqlite")
+        #: Sessions and units of work in flight (see :data:`SESSION_SLOTS`).
+        self.slots = SessionSlots(SESSION_SLOTS)
         if self.dialect == "sqlite":
             _tune_sqlite(self.engine, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
             if "poolclass" not in kwargs:
@@ -198,46 +206,71 @@ class WriterTurns:
     burst of 200 writing requests used to time out (``database is locked``), and a writer
     waiting in the handler held a worker thread the lock's holder might need to finish.  So
     a writer waits its turn here *before* it starts (an ``asyncio.Lock`` is first in, first
-    out and holds no thread while it waits), then runs its one transaction.  A task that
-    already holds the turn is not queued again (:meth:`turn` is re-entrant per task).  On
-    PostgreSQL nothing waits here.  Other processes (the CLI, a second server) still meet
-    SQLite's busy timeout."""
+    out and holds no thread while it waits), then runs its one transaction.  The task that
+    holds the turn is not queued again (:meth:`turn` is re-entrant per task; tasks it starts
+    queue like any other).  On PostgreSQL nothing waits here.  Other processes (the CLI, a
+    second server) still meet SQLite's busy timeout."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self._locks: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            WeakKeyDictionary()
-        )
+        self._turns: WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopTurn] = WeakKeyDictionary()
 
-    def _lock(self) -> asyncio.Lock:
+    def _here(self) -> _LoopTurn:
         loop = asyncio.get_running_loop()
-        lock = self._locks.get(loop)
-        if lock is None:
-            lock = self._locks[loop] = asyncio.Lock()
-        return lock
+        here = self._turns.get(loop)
+        if here is None:
+            here = self._turns[loop] = _LoopTurn()
+        return here
 
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
         """Holds the write turn for the block."""
-        if not self.enabled or _HOLDS_TURN.get():
+        here = self._here() if self.enabled else None
+        me = asyncio.current_task()
+        if here is None or here.owner is me:
             yield
             return
-        async with self._lock():
-            _HOLDS_TURN.set(True)
+        async with here.lock:
+            here.owner = me
             try:
                 yield
             finally:
-                _HOLDS_TURN.set(False)
+                here.owner = None
 
     def free_now(self) -> bool:
         """Whether a unit run right now on the loop, without awaiting, would skip nobody's
         turn (nobody holds it or waits for it, or this task holds it)."""
-        if not self.enabled or _HOLDS_TURN.get():
+        if not self.enabled:
             return True
-        return not self._lock().locked()
+        here = self._here()
+        return here.owner is asyncio.current_task() or not here.lock.locked()
 
 
-_HOLDS_TURN: ContextVar[bool] = ContextVar("chatmem_holds_write_turn", default=False)
+class SessionSlots:
+    """At most ``size`` request sessions and units of work of this process hold a database
+    connection at once; the others wait their turn on the event loop (an ``asyncio``
+    semaphore per loop), holding no thread.  See :data:`SESSION_SLOTS` for why."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._semaphores: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            WeakKeyDictionary()
+        )
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.size)
+        async with semaphore:
+            yield
+
+
+@dataclass
+class _LoopTurn:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    owner: asyncio.Task[Any] | None = None
 
 
 def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:

@@ -219,6 +219,25 @@ def append_message(
     return row
 
 
+def complete_message(
+    session: Session, message: Message, content: str, meta: dict[str, Any] | None
+) -> None:
+    """Replaces a stored message's text with a longer one that starts with it (an answer
+    recovered whole after a crash), counted again for every tokenizer (CTX-2)."""
+    value = _checked(
+        message.role,
+        content,
+        tool_calls_value(message.tool_calls),
+        message.tool_call_id,
+        message.id,
+    )
+    message.content = content
+    message.meta = meta
+    for column, count in counts_for_message(value).items():
+        setattr(message, column, count)
+    session.flush()
+
+
 def history(
     session: Session,
     conversation_id: str,

@@ -55,13 +55,16 @@ async def work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) ->
     """Runs ``fn(session, *args, **kwargs)`` in one writer transaction in a worker thread,
     once it is this unit's turn to write (SQLite: :class:`~chatmem.store.db.WriterTurns`; the
     wait holds no thread)."""
-    async with db.writers.turn():
+    async with db.slots.slot(), db.writers.turn():
         return await anyio.to_thread.run_sync(lambda: work_sync(db, fn, *args, **kwargs))
 
 
 async def read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Like :func:`work` for units that only read: they never wait for a writer."""
-    return await anyio.to_thread.run_sync(lambda: work_sync(db, fn, *args, _write=False, **kwargs))
+    async with db.slots.slot():
+        return await anyio.to_thread.run_sync(
+            lambda: work_sync(db, fn, *args, _write=False, **kwargs)
+        )
 
 
 async def quick_work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -1,22 +1,22 @@
-"""The event journal of one run: numbers events, publishes them live, stores them in batches.
+"""The event journal of one run: numbers events, stores them, then publishes them live.
 
-Publishing comes first (a watcher sees a delta as soon as the model sent it, from the
-coordinator's live log); storing is batched — every ``flush_size`` events or
-``flush_interval`` seconds — because a database write per streamed token would cost more than
-the token.  A batch due in the middle of a stream is written by a background task, one batch
-after another in sequence order, so the stream never waits for the database on its way to the
-client.  A checkpoint (:meth:`EventJournal.flush`: a stored message, a tool call, the end of
-the run) waits until every event emitted so far is stored, and raises there if a background
-write failed (the failed batch is kept and written again by the next flush).
+Durable before visible (TURN-2, TURN-3): an event reaches watchers (the coordinator's live log)
+only once it is stored, so whatever a watcher saw survives a ``kill -9`` and comes back in the
+recovered answer.  Storing is a group commit: one writer task per run stores everything emitted
+since its last write in one transaction, publishes that batch in order, and goes again while
+events keep coming — so the first delta goes out after one short write, and a fast stream
+costs a write per batch, not per token.  On SQLite the batch is written on the event loop when
+nobody else is writing (``quick_work``: a thread hop costs more than the insert).
 
-What a crash can lose is therefore at most one short batch of deltas; completed steps are
-checkpointed as messages anyway (TURN-2).
+A checkpoint (:meth:`EventJournal.flush`: a stored message, a tool call, the end of the run)
+waits for the writer, then stores what is left together with its own writes in one
+transaction, and publishes it; it raises there if a background write failed (the failed batch
+is kept, unpublished, and written again by the next flush).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.turns.coordinator import Coordinator
-from chatmem.turns.dbwork import work
+from chatmem.turns.dbwork import quick_work, work
 from chatmem.turns.events import RunEvent
 
 T = TypeVar("T")
@@ -33,23 +33,13 @@ T = TypeVar("T")
 
 class EventJournal:
     def __init__(
-        self,
-        run_id: str,
-        db: Database,
-        coordinator: Coordinator,
-        *,
-        start_seq: int = 0,
-        flush_size: int = 64,
-        flush_interval: float = 0.1,
+        self, run_id: str, db: Database, coordinator: Coordinator, *, start_seq: int = 0
     ) -> None:
         self.run_id = run_id
         self._db = db
         self._coordinator = coordinator
         self._seq = start_seq
         self._pending: list[RunEvent] = []
-        self._flush_size = flush_size
-        self._flush_interval = flush_interval
-        self._last_flush = time.monotonic()
         self._writer: asyncio.Task[None] | None = None
 
     @property
@@ -57,19 +47,14 @@ class EventJournal:
         return self._seq
 
     async def emit(self, type_: str, data: dict[str, Any]) -> RunEvent:
+        """Numbers the event and hands it to the writer (a terminal event: stored and
+        published before this returns)."""
         self._seq += 1
         event = RunEvent(self._seq, type_, data)
-        await self._coordinator.publish(self.run_id, event)
-        # One loop turn for the watchers just woken: the events stream sends an event in a
-        # single step, before this turn parses the rest of a burst or writes its end.
-        await asyncio.sleep(0)
         self._pending.append(event)
         if event.terminal:
             await self.flush()
-        elif (
-            len(self._pending) >= self._flush_size
-            or time.monotonic() - self._last_flush >= self._flush_interval
-        ):
+        else:
             self._write_in_background()
         return event
 
@@ -78,28 +63,29 @@ class EventJournal:
         if writer is not None and (
             not writer.done() or writer.cancelled() or writer.exception() is not None
         ):
-            # One write at a time keeps the stored order; a failed one waits for the next
-            # checkpoint to report it.
+            # A running writer takes this event in its next batch; a failed one waits for
+            # the next checkpoint to report it.
             return
-        self._writer = asyncio.create_task(
-            self._write_pending(), name=f"chatmem-journal-{self.run_id}"
-        )
+        self._writer = asyncio.create_task(self._drain(), name=f"chatmem-journal-{self.run_id}")
 
-    async def _write_pending(self) -> None:
-        batch, self._pending = self._pending, []
-        if not batch:
-            return
-        self._last_flush = time.monotonic()
-        try:
-            await work(self._db, runs.store_events, self.run_id, batch)
-        except Exception:
-            # Not stored (the unit of work rolled back): keep the batch, in order, for the
-            # next flush.
-            self._pending[:0] = batch
-            raise
+    async def _drain(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await quick_work(self._db, runs.store_events, self.run_id, batch)
+            except Exception:
+                # Not stored (the unit rolled back) nor published: kept, in order, for the
+                # next flush.
+                self._pending[:0] = batch
+                raise
+            await self._publish(batch)
+
+    async def _publish(self, batch: list[RunEvent]) -> None:
+        for event in batch:
+            await self._coordinator.publish(self.run_id, event)
 
     async def flush(self, also: Callable[[Session], T] | None = None) -> T | None:
-        """Returns when every event emitted so far is stored.
+        """Returns when every event emitted so far is stored and published.
 
         ``also(session)`` — the checkpoint's own writes (the answer, the run's end) — runs in
         the same transaction as the last batch: one commit instead of two or three, which
@@ -107,23 +93,22 @@ class EventJournal:
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer  # a background write's failure surfaces here, at a checkpoint
-        if also is None:
-            await self._write_pending()
-            return None
         batch, self._pending = self._pending, []
-        if batch:
-            self._last_flush = time.monotonic()
+        if also is None and not batch:
+            return None
 
-        def unit(session: Session) -> T:
-            result = also(session)  # first: its refusal (a deleted conversation) is clearer
+        def unit(session: Session) -> T | None:
+            result = also(session) if also is not None else None  # its refusal is clearer
             runs.store_events(session, self.run_id, batch)
             return result
 
         try:
-            return await work(self._db, unit)
+            result = await work(self._db, unit)
         except Exception:
             self._pending[:0] = batch
             raise
+        await self._publish(batch)
+        return result
 
     async def end(self, type_: str, data: dict[str, Any], also: Callable[[Session], T]) -> T:
         """Stores the run's terminal event with the rest and ``also``, then publishes it: a
@@ -140,7 +125,6 @@ class EventJournal:
                 self._pending.remove(event)
                 self._seq -= 1
             raise
-        await self._coordinator.publish(self.run_id, event)
         return cast(T, result)
 
 

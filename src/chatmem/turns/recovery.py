@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chatmem.store import runs
-from chatmem.store.messages import append_message
+from chatmem.store.messages import append_message, complete_message
 from chatmem.store.tables.conversations import Conversation, Message
 from chatmem.store.tables.runs import Run, RunEventRow, ToolCallRow
 from chatmem.turns.events import RunEvent
@@ -41,23 +41,31 @@ def running_runs(session: Session) -> list[Run]:
     return list(session.scalars(select(Run).where(Run.status == "running")))
 
 
-def interrupt_run(session: Session, run_id: str, *, message: str = INTERRUPTED_MESSAGE) -> bool:
+def interrupt_run(
+    session: Session, run_id: str, *, message: str = INTERRUPTED_MESSAGE
+) -> RunEvent | None:
+    """Ends a running run ``interrupted``; returns its terminal event (stored), which the
+    caller publishes so that watchers on every replica see the run end — or None when the
+    run had already ended."""
     run = session.get(Run, run_id, with_for_update=True)
     if run is None or run.status != "running":
-        return False
+        return None
     conversation = session.get(Conversation, run.conversation_id)
     if conversation is not None:
         _keep_partial_text(session, run, conversation)
         _mark_unknown_tool_calls(session, run, conversation)
     seq = runs.last_seq(session, run.id) + 1
-    runs.store_events(
-        session, run.id, [RunEvent(seq, "error", {"code": "interrupted", "message": message})]
-    )
+    event = RunEvent(seq, "error", {"code": "interrupted", "message": message})
+    runs.store_events(session, run.id, [event])
     runs.finish_run(session, run.id, "interrupted", error_code="interrupted", error_message=message)
-    return True
+    return event
 
 
 def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -> None:
+    """The text of the answer the run was streaming — every stored delta of its last step,
+    which is every delta any watcher saw (the journal publishes only what it stored) —
+    becomes the assistant message.  A message already stored for that step that holds only
+    a beginning of it (a checkpoint taken mid-answer) is completed, never left short."""
     deltas = session.scalars(
         select(RunEventRow)
         .where(RunEventRow.run_id == run.id, RunEventRow.type == "delta")
@@ -66,6 +74,11 @@ def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -
     if not deltas:
         return
     last_step = max(int(d.data.get("step", 0)) for d in deltas)
+    text = "".join(
+        str(d.data.get("text", "")) for d in deltas if d.data.get("step", 0) == last_step
+    )
+    if not text:
+        return
     for message in session.scalars(
         select(Message)
         .where(Message.conversation_id == conversation.id, Message.role == "assistant")
@@ -74,18 +87,16 @@ def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -
     ):
         meta = message.meta or {}
         if meta.get("run_id") == run.id and meta.get("step") == last_step:
-            return  # the step was checkpointed
-    text = "".join(
-        str(d.data.get("text", "")) for d in deltas if d.data.get("step", 0) == last_step
+            if len(message.content) < len(text) and text.startswith(message.content):
+                complete_message(session, message, text, {**meta, "interrupted": True})
+            return
+    append_message(
+        session,
+        conversation,
+        "assistant",
+        text,
+        meta={"run_id": run.id, "step": last_step, "interrupted": True},
     )
-    if text:
-        append_message(
-            session,
-            conversation,
-            "assistant",
-            text,
-            meta={"run_id": run.id, "step": last_step, "interrupted": True},
-        )
 
 
 def _mark_unknown_tool_calls(session: Session, run: Run, conversation: Conversation) -> None:

@@ -57,7 +57,6 @@ SHUTDOWN_MESSAGE = (
     "continue."
 )
 LOCK_TTL = 60.0
-HEARTBEAT_SECONDS = 5.0
 MAX_CONTENT_CHARS = 1_000_000
 
 
@@ -115,7 +114,7 @@ class TurnService:
         if settings.redis_url:
             from chatmem.turns.redis_coordinator import RedisCoordinator
 
-            coordinator = RedisCoordinator(settings.redis_url)
+            coordinator = RedisCoordinator(settings.redis_url, heartbeat=settings.replica_heartbeat)
         else:
             coordinator = LocalCoordinator()
         return cls(db, settings, coordinator, secrets=secrets)
@@ -148,7 +147,9 @@ class TurnService:
         for run_id in tasks:
             # Shutting down is a restart announced in advance: the same rules (TURN-3).
             with contextlib.suppress(Exception):
-                await self._db(recovery.interrupt_run, run_id, message=SHUTDOWN_MESSAGE)
+                ended = await self._db(recovery.interrupt_run, run_id, message=SHUTDOWN_MESSAGE)
+                if ended is not None:
+                    await self._announce_end(run_id, ended)
         await self.coordinator.close()
         await self.clients.aclose()
         await self.mcp.aclose()
@@ -174,17 +175,27 @@ class TurnService:
         for run_id, replica_id, conversation_id in candidates:
             if run_id in self._tasks or await self.coordinator.replica_alive(replica_id):
                 continue
-            if await self._db(recovery.interrupt_run, run_id):
+            ended = await self._db(recovery.interrupt_run, run_id)
+            if ended is not None:
                 done.append(run_id)
+                await self._announce_end(run_id, ended)
                 await self.coordinator.force_release(lock_name(conversation_id))
         if done:
             log.info("marked %d run(s) interrupted after their process died", len(done))
         return done
 
+    async def _announce_end(self, run_id: str, event: RunEvent) -> None:
+        """A run ended by recovery: its terminal event (already stored) goes to the live log
+        too, so watchers on every replica — following the log of a replica that died — see
+        the run end and close."""
+        if await self.coordinator.is_live(run_id):
+            await self.coordinator.publish(run_id, event)
+            await self.coordinator.finish_run(run_id)
+
     async def _heartbeat_loop(self) -> None:
         ticks = 0
         while True:
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await asyncio.sleep(self.settings.replica_heartbeat)
             ticks += 1
             try:
                 for _run_id, (name, token) in list(self._locks.items()):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 
 from chatmem import __version__
@@ -17,6 +18,7 @@ from chatmem.auth.throttle import throttle_from_settings, trusted_proxies_from_s
 from chatmem.models.secrets import check_env_key, load_key
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
+from chatmem.store.db import WORKER_THREADS
 from chatmem.store.startup import open_database
 from chatmem.web.api import install_api
 from chatmem.web.body_limit import BodyLimitMiddleware
@@ -38,6 +40,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         db = open_database(settings)
         app.state.db = db
+        # Worker threads for sync routes and units of work, sized with the database's
+        # session slots so a session that has begun always finds a thread to finish on.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
         # SEC-2: sign-in throttling, in Redis when configured (replicas share the counts).
         app.state.signin_throttle = throttle_from_settings(settings)
         try:
