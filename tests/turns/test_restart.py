@@ -4,21 +4,26 @@ Everything runs as separate processes talking over loopback: the fake model serv
 over HTTP), the MCP test server (which counts calls), and chatmem itself.  After each kill the
 restarted server must show the run ``interrupted``, keep what was streamed or completed, mark
 the tool call ``unknown`` without making it again, and continue the conversation in a new turn.
+
+Nothing here waits for time to pass: a test waits on the run's own event stream, or on the fake
+servers, which answer a waiting request the moment what it waits for has happened
+(``tests.support.awaited_servers``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import select
-from tests.support.mcp_server import McpServerProcess, running_mcp_server, wait_until_ready
-from tests.support.serve import ServeProcess, fake_profile, model_server_process
+from tests.support.awaited_servers import AwaitedMcpServer, awaited_mcp_server, awaited_model_server
+from tests.support.mcp_server import wait_until_ready
+from tests.support.runs import finished_run
+from tests.support.serve import ServeProcess, fake_profile
 from tests.turns.conftest import parse_sse
 
 from chatmem.store.db import Database
@@ -33,7 +38,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One set of processes for the module (starting them is most of the cost)."""
     state = tmp_path_factory.mktemp("serve-state")
     server = ServeProcess(state)
-    with model_server_process() as model, running_mcp_server(token="mcp-secret") as mcp:
+    with awaited_model_server() as model, awaited_mcp_server(token="mcp-secret") as mcp:
         server.start()
         try:
             db = Database(server.database_url)
@@ -103,16 +108,6 @@ def _start(api: httpx.Client, conversation_id: str, content: str) -> str:
     return str(response.json()["run_id"])
 
 
-def _wait(api: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        run = api.get(f"/api/v1/runs/{run_id}").json()
-        if run["status"] != "running":
-            return dict(run)
-        time.sleep(0.05)
-    raise AssertionError("run did not finish")
-
-
 def test_kill_mid_stream_keeps_streamed_text_and_marks_interrupted_TURN_3(
     world: dict[str, Any], conversation: str
 ) -> None:
@@ -121,8 +116,19 @@ def test_kill_mid_stream_keeps_streamed_text_and_marks_interrupted_TURN_3(
     full = " ".join(f"word{i}" for i in range(60))
     model.reply(full, delay=0.05)
     run_id = _start(api, cid, "Tell me a long story")
-    seen = _events_until(api, run_id, lambda ev: sum(e["event"] == "delta" for e in ev) >= 5)
-    time.sleep(0.25)  # let the journal flush what the client saw
+
+    def stored_what_was_seen(events: list[dict[str, Any]]) -> bool:
+        # Five deltas seen, and, checked at each later event (the journal stores in batches
+        # as events come), the run's stored events reach the fifth.
+        deltas = [e for e in events if e["event"] == "delta"]
+        return (
+            len(deltas) >= 5
+            and api.get(f"/api/v1/runs/{run_id}").json()["last_event_id"] >= deltas[4]["id"]
+        )
+
+    events = _events_until(api, run_id, stored_what_was_seen)
+    assert events[-1]["event"] == "delta"  # mid-stream still
+    seen = [e for e in events if e["event"] == "delta"][:5]
     server.kill()
     server.start()
 
@@ -139,7 +145,7 @@ def test_kill_mid_stream_keeps_streamed_text_and_marks_interrupted_TURN_3(
     # A new turn continues the conversation on the stored history.
     model.reply("Continuing the story.")
     new_run = _start(api, cid, "Go on")
-    assert _wait(api, new_run)["status"] == "completed"
+    assert finished_run(api, new_run)["status"] == "completed"
     sent = model.requests[-1].body["messages"]
     assert any(m["role"] == "assistant" and m["content"] == kept for m in sent)
 
@@ -149,14 +155,11 @@ def test_kill_mid_tool_call_marks_it_unknown_and_never_replays_it_TURN_3(
 ) -> None:
     server, model, api, db = (world[k] for k in ("server", "model", "api", "db"))
     cid = conversation
-    mcp: McpServerProcess = world["mcp"]
+    mcp: AwaitedMcpServer = world["mcp"]
     model.tool_call("slow", {"seconds": 2.5, "label": "once"}, id="call_slow_1")
     run_id = _start(api, cid, "Run the slow tool")
     _events_until(api, run_id, lambda ev: ev[-1]["event"] == "tool_call")
-    deadline = time.monotonic() + 10
-    while "once" not in mcp.stats()["started"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert mcp.stats()["calls"] == {"slow": 1}
+    assert mcp.wait(started="once")["calls"] == {"slow": 1}  # the call is on the MCP server
     server.kill()
     server.start()
 
@@ -172,9 +175,8 @@ def test_kill_mid_tool_call_marks_it_unknown_and_never_replays_it_TURN_3(
     # A new turn continues; the slow tool is not called again.
     model.reply("The slow tool's result is unknown; shall I run it again?")
     new_run = _start(api, cid, "What happened?")
-    assert _wait(api, new_run)["status"] == "completed"
-    time.sleep(1.5)  # past the point the interrupted call would have finished
-    stats = mcp.stats()
+    assert finished_run(api, new_run)["status"] == "completed"
+    stats = mcp.wait(finished="once")  # past the point the interrupted call finished
     assert stats["calls"] == {"slow": 1}
     sent = model.requests[-1].body["messages"]
     assert any(m["role"] == "tool" and m.get("tool_call_id") == "call_slow_1" for m in sent)
@@ -233,9 +235,7 @@ def test_kill_mid_compaction_leaves_summary_and_history_unchanged_CTX_12(
 
     caller = threading.Thread(target=compact)
     caller.start()
-    deadline = time.monotonic() + 10
-    while len(model.requests) == asked and time.monotonic() < deadline:
-        time.sleep(0.05)
+    model.wait_for_requests(asked + 1)
     assert len(model.requests) == asked + 1  # the summariser request is in flight
     server.kill()
     caller.join(15)
