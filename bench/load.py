@@ -72,6 +72,7 @@ BODY = {
 LITELLM_START_TIMEOUT = 90.0
 SUBMIT_RETRIES = 500  # 409 turn_running right after the previous turn's done: 10 ms apart
 BUSY_CODES = ("turn_running", "compaction_running")
+WARM_UP = 5  # rounds of sequential turns not counted (connections, caches)
 
 # Bars from issue 12.
 OVERHEAD_FACTOR = 2.0  # chatmem TTFT overhead p50 ≤ 2× the bare proxy's
@@ -132,6 +133,8 @@ class Figures:
     watchers_ok: bool | None = None
     rss_idle: float | None = None
     rss_100: float | None = None
+    cpu_per_turn: float | None = None  # server CPU seconds per turn at 100 streams
+    client_cpu: float | None = None  # client CPU seconds per second at 100 streams
 
 
 @dataclass
@@ -149,6 +152,12 @@ class Peer:
     skipped: str | None = None
     failed: str | None = None  # a phase that broke off: the figures before it stand
     figures: Figures = field(default_factory=Figures)
+    stack: contextlib.ExitStack | None = field(default=None, repr=False)  # stops its process
+
+    def stop(self) -> None:
+        if self.stack is not None:
+            self.stack.close()
+            self.stack = None
 
     @property
     def chat_url(self) -> str:
@@ -162,30 +171,49 @@ class PeerFailed(Exception):
 # --- processes ------------------------------------------------------------------------------
 
 
+def _stat_fields(pid: int | str) -> list[str]:
+    """``/proc/<pid>/stat`` after the command name: [state, ppid, …] (field 3 onwards)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants (LiteLLM may run workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                children.setdefault(int(_stat_fields(entry.name)[1]), []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
+
+
 def rss_mb(pid: int | None) -> float | None:
     """VmRSS of ``pid`` and all its descendants, in MB."""
     if pid is None:
         return None
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
     total_kb = 0
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        todo.extend(children.get(current, []))
+    for member in process_tree(pid):
         with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     total_kb += int(line.split()[1])
     return total_kb / 1024
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU time of ``pid`` and its living descendants."""
+    if pid is None:
+        return None
+    ticks = 0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError, IndexError):
+            fields = _stat_fields(member)
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
@@ -479,61 +507,115 @@ async def new_conversations(client: httpx.AsyncClient, peer: Peer, count: int) -
     return ids
 
 
-async def load(
-    peer: Peer, clients: int, turns_each: int, *, one_request: bool = False, fresh: bool = False
-) -> Load:
-    """``clients`` concurrent streams, each doing ``turns_each`` turns one after another.
-    chatmem: one conversation per client, or a fresh one per turn (``fresh``)."""
+async def _turn(
+    client: httpx.AsyncClient, peer: Peer, conversation: str, one_request: bool, result: Load
+) -> float | str:
+    """One turn's TTFT (-1: none measured), or why it failed."""
+    if peer.kind == "openai":
+        ttft = await openai_turn(client, peer)
+        return "no content" if ttft is None else ttft
+    seen = await chatmem_turn(client, peer, conversation, one_request=one_request)
+    result.retried += bool(seen.busy)
+    result.busy.update(seen.busy)
+    if seen.failure:
+        return seen.failure
+    if not seen.done:
+        return "no done event"
+    if seen.text != REPLY:
+        return "text differs"
+    return seen.ttft if seen.ttft is not None else -1.0
+
+
+async def timed_turn(
+    client: httpx.AsyncClient,
+    peer: Peer,
+    conversation: str,
+    result: Load,
+    *,
+    one_request: bool = False,
+) -> None:
+    """One turn (``conversation``: chatmem's), recorded in ``result``."""
+    try:
+        outcome = await _turn(client, peer, conversation, one_request, result)
+    except httpx.HTTPError as exc:
+        outcome = type(exc).__name__
+    if isinstance(outcome, str):
+        result.errors += 1
+        result.reasons[outcome] += 1
+        return
+    result.completed += 1
+    if outcome >= 0:
+        result.ttfts.append(outcome)
+
+
+async def load(peer: Peer, clients: int, turns_each: int) -> Load:
+    """``clients`` concurrent streams, each doing ``turns_each`` turns one after another
+    (chatmem: each client in its own conversation)."""
     result = Load()
     async with async_client(clients + 10) as client:
-        slots: list[list[str]] = [[""] * turns_each for _ in range(clients)]
+        conversations = [""] * clients
         if peer.kind == "chatmem":
-            count = clients * turns_each if fresh else clients
-            ids = await new_conversations(client, peer, count)
-            if fresh:
-                slots = [ids[i * turns_each : (i + 1) * turns_each] for i in range(clients)]
-            else:
-                slots = [[cid] * turns_each for cid in ids]
+            conversations = await new_conversations(client, peer, clients)
 
-        async def one(conversation: str) -> float | str:
-            """The turn's TTFT (-1: none measured), or why it failed."""
-            if peer.kind == "openai":
-                ttft = await openai_turn(client, peer)
-                return "no content" if ttft is None else ttft
-            seen = await chatmem_turn(client, peer, conversation, one_request=one_request)
-            result.retried += bool(seen.busy)
-            result.busy.update(seen.busy)
-            if seen.failure:
-                return seen.failure
-            if not seen.done:
-                return "no done event"
-            if seen.text != REPLY:
-                return "text differs"
-            return seen.ttft if seen.ttft is not None else -1.0
-
-        async def worker(conversations: list[str]) -> None:
-            for conversation in conversations:
-                try:
-                    ttft = await one(conversation)
-                except httpx.HTTPError as exc:
-                    ttft = type(exc).__name__
-                if isinstance(ttft, str):
-                    result.errors += 1
-                    result.reasons[ttft] += 1
-                    continue
-                result.completed += 1
-                if ttft >= 0:
-                    result.ttfts.append(ttft)
+        async def worker(conversation: str) -> None:
+            for _ in range(turns_each):
+                await timed_turn(client, peer, conversation, result)
 
         started = time.perf_counter()
-        await asyncio.gather(*(worker(s) for s in slots))
+        await asyncio.gather(*(worker(c) for c in conversations))
         result.elapsed = time.perf_counter() - started
     return result
 
 
-async def sampling_rss(pid: int | None, phase: Awaitable[Load]) -> tuple[Load, float | None]:
-    """Runs ``phase`` while sampling the peer's RSS; answers its result and the peak."""
+async def interleaved_ttft(peers: list[Peer], turns: int) -> None:
+    """``turns`` sequential turns at every peer, the peers taking turns round by round, so
+    the machine's other load falls on all of them alike.  chatmem: a fresh conversation per
+    turn (as a first message), and the one-request path beside the usual one when the
+    server has it.  The first ``WARM_UP`` rounds are not counted."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {p.key: await stack.enter_async_context(async_client(4)) for p in peers}
+        fresh: dict[str, list[str]] = {}
+        for peer in peers:
+            peer.figures.ttft = Load()
+            if peer.kind != "chatmem":
+                continue
+            client = clients[peer.key]
+            probe = Load()
+            (first,) = await new_conversations(client, peer, 1)
+            await timed_turn(client, peer, first, probe, one_request=True)
+            peer.figures.one_request_path = bool(probe.ttfts)
+            paths = 2 if peer.figures.one_request_path else 1
+            fresh[peer.key] = await new_conversations(client, peer, paths * (WARM_UP + turns))
+            if peer.figures.one_request_path:
+                peer.figures.ttft_one_request = Load()
+        for round_ in range(WARM_UP + turns):
+            for peer in peers:
+                client, figures = clients[peer.key], peer.figures
+                counted = round_ >= WARM_UP
+                conversation = fresh[peer.key].pop() if peer.key in fresh else ""
+                assert figures.ttft is not None
+                await timed_turn(client, peer, conversation, figures.ttft if counted else Load())
+                if figures.ttft_one_request is not None:
+                    target = figures.ttft_one_request if counted else Load()
+                    conversation = fresh[peer.key].pop()
+                    await timed_turn(client, peer, conversation, target, one_request=True)
+
+
+@dataclass
+class Observed:
+    """A phase's result with what it cost: the server's peak RSS and CPU time, and the CPU
+    time this client process spent (near 1 s per second: the client is the limit)."""
+
+    load: Load
+    rss_peak: float | None
+    server_cpu: float | None
+    client_cpu: float
+
+
+async def observed(pid: int | None, phase: Awaitable[Load]) -> Observed:
+    """Runs ``phase`` while sampling the peer's RSS; also measures CPU on both sides."""
     peak: float | None = None
+    server_before, client_before = cpu_seconds(pid), time.process_time()
     stop = asyncio.Event()
 
     async def sample() -> None:
@@ -551,7 +633,12 @@ async def sampling_rss(pid: int | None, phase: Awaitable[Load]) -> tuple[Load, f
     finally:
         stop.set()
         await sampler
-    return result, peak
+    client = time.process_time() - client_before
+    server_after = cpu_seconds(pid)
+    server = None
+    if server_before is not None and server_after is not None:
+        server = server_after - server_before
+    return Observed(result, peak, server, client)
 
 
 async def burst_creates(peer: Peer, count: int) -> None:
@@ -622,29 +709,35 @@ async def watchers(peer: Peer, model: RemoteModelServer, runs: int, each: int) -
     return ok, f"{done}/{total} done, {same} same text, {elapsed:.1f} s{missed}"
 
 
-async def measure(peer: Peer, model: RemoteModelServer, sizes: Sizes) -> None:
-    """Every figure for one peer, in order; the provider's reply is the fixed one."""
+async def streams(peer: Peer, sizes: Sizes) -> None:
+    """turns/s at 1 and 10 streams; 100 streams with TTFT, RSS and CPU."""
     figures = peer.figures
-    await load(peer, 1, 5, fresh=True)  # warm-up: connections, caches
-    figures.ttft = await load(peer, 1, sizes.sequential, fresh=True)
-    if peer.kind == "chatmem":
-        probe = await load(peer, 1, 1, one_request=True, fresh=True)
-        figures.one_request_path = bool(probe.ttfts)
-        if figures.one_request_path:
-            figures.ttft_one_request = await load(
-                peer, 1, sizes.sequential, one_request=True, fresh=True
-            )
     figures.one = await load(peer, 1, sizes.one_stream)
     figures.ten = await load(peer, 10, sizes.ten_streams)
-    figures.hundred, figures.rss_100 = await sampling_rss(
-        peer.pid, load(peer, 100, sizes.hundred_streams)
+    seen = await observed(peer.pid, load(peer, 100, sizes.hundred_streams))
+    figures.hundred, figures.rss_100 = seen.load, seen.rss_peak
+    if seen.server_cpu is not None and seen.load.completed:
+        figures.cpu_per_turn = seen.server_cpu / seen.load.completed
+    figures.client_cpu = seen.client_cpu / seen.load.elapsed if seen.load.elapsed else None
+
+
+async def bursts(peer: Peer, model: RemoteModelServer, sizes: Sizes) -> None:
+    """chatmem only: 1,000 watchers, then 200 concurrent creates (last: a burst that wedges
+    the server must not take the other figures with it)."""
+    figures = peer.figures
+    figures.watchers_ok, figures.watchers = await watchers(
+        peer, model, sizes.watched_runs, sizes.watchers_per_run
     )
-    if peer.kind == "chatmem":
-        figures.watchers_ok, figures.watchers = await watchers(
-            peer, model, sizes.watched_runs, sizes.watchers_per_run
-        )
-        # Last: a burst that wedges the server must not take the other figures with it.
-        await burst_creates(peer, sizes.creates)
+    await burst_creates(peer, sizes.creates)
+
+
+async def guarded(peer: Peer, phase: Awaitable[None]) -> None:
+    """Runs a phase; when it breaks off, the figures so far stand and the peer says why."""
+    try:
+        await phase
+    except Exception as exc:
+        peer.failed = f"{type(exc).__name__}: {str(exc)[:200]}"
+        print(f"{peer.name}: broke off — {peer.failed}", flush=True)
 
 
 # --- the table and the bars ------------------------------------------------------------------
@@ -689,6 +782,8 @@ ROWS: list[tuple[str, Callable[[Peer, Peer], str]]] = [
         lambda p, d: _ms(p.figures.hundred and p.figures.hundred.ttft_p50),
     ),
     ("100 streams: turns/s", lambda p, d: _rate(p.figures.hundred)),
+    ("100 streams: server CPU ms/turn", lambda p, d: _ms(p.figures.cpu_per_turn)),
+    ("100 streams: client CPU %", lambda p, d: _percent(p.figures.client_cpu)),
     ("200 creates: 5xx / p99 (ms)", lambda p, d: _creates(p.figures)),
     ("RSS idle (MB)", lambda p, d: _mb(p.figures.rss_idle)),
     ("RSS at 100 streams (MB)", lambda p, d: _mb(p.figures.rss_100)),
@@ -700,6 +795,10 @@ def _creates(f: Figures) -> str:
         return "—"
     unanswered = f" (+{f.creates_failed} unanswered)" if f.creates_failed else ""
     return f"{f.creates_5xx}{unanswered} / {f.creates_p99 * 1000:.0f}"
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.0f}"
 
 
 def _mb(value: float | None) -> str:
@@ -832,25 +931,36 @@ def postgres_chatmem(model: RemoteModelServer, tmp: Path) -> Iterator[Peer]:
         yield peer
 
 
-async def run_peer(key: str, model: RemoteModelServer, tmp: Path, sizes: Sizes) -> Peer:
+def start_peer(key: str, model: RemoteModelServer, tmp: Path) -> Peer:
     name, start = PEERS[key]
-    print(f"-- {name}", flush=True)
-    model.reset()
-    started = time.perf_counter()
+    print(f"-- starting {name}", flush=True)
+    stack = contextlib.ExitStack()
     try:
-        with start(model, tmp) as peer:
-            if peer.figures.rss_idle is None:
-                peer.figures.rss_idle = rss_mb(peer.pid)
-            try:
-                await measure(peer, model, sizes)
-            except Exception as exc:  # the figures so far stand; the bars see what is missing
-                peer.failed = f"{type(exc).__name__}: {str(exc)[:200]}"
-                print(f"{name}: broke off — {peer.failed}", flush=True)
+        peer = stack.enter_context(start(model, tmp))
     except PeerFailed as exc:
+        stack.close()
         print(f"{name}: skipped — {exc}", flush=True)
         return Peer(key, name, "", skipped=str(exc))
-    print(f"   {time.perf_counter() - started:.0f} s", flush=True)
+    peer.stack = stack
+    if peer.figures.rss_idle is None:
+        peer.figures.rss_idle = rss_mb(peer.pid)
     return peer
+
+
+async def run_all(peers: list[Peer], model: RemoteModelServer, sizes: Sizes) -> None:
+    """The phases in order, each peer alone in each but the first (the provider first)."""
+    print("-- TTFT, one stream at a time, the peers taking turns", flush=True)
+    await interleaved_ttft(peers, sizes.sequential)
+    for peer in peers:
+        print(f"-- {peer.name}: 1, 10 and 100 streams", flush=True)
+        model.reset()
+        await guarded(peer, streams(peer, sizes))
+    for peer in peers:
+        if peer.kind == "chatmem" and peer.failed is None:
+            print(f"-- {peer.name}: 1,000 watchers, 200 creates", flush=True)
+            model.reset()
+            await guarded(peer, bursts(peer, model, sizes))
+        peer.stop()
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -876,10 +986,12 @@ async def main_async(args: argparse.Namespace) -> int:
         model.set_default_reply(REPLY)
         direct = Peer("provider", "provider (direct)", "openai", model.base_url, pid)
         direct.figures.rss_idle = rss_mb(pid)
-        print("-- provider (direct)", flush=True)
-        model.reset()
-        await measure(direct, model, sizes)
-        peers = [await run_peer(key, model, Path(tmp_name), sizes) for key in args.only]
+        peers = [start_peer(key, model, Path(tmp_name)) for key in args.only]
+        try:
+            await run_all([direct, *(p for p in peers if p.skipped is None)], model, sizes)
+        finally:
+            for peer in peers:
+                peer.stop()
     load_after = os.getloadavg()
     print()
     print(
@@ -889,6 +1001,11 @@ async def main_async(args: argparse.Namespace) -> int:
         f"{sizes.sequential} sequential turns for TTFT, 100 streams × {sizes.hundred_streams} "
         f"turns; reply of 20 deltas"
     )
+    if max(load_before[0], load_after[0]) > (os.cpu_count() or 1):
+        print(
+            "note: the machine was busy (load average above its CPU count): absolute figures "
+            "are noisy; the TTFT rows, measured with the peers taking turns, compare best"
+        )
     print_table(direct, peers)
     failures = check_bars(direct, peers)
     return 1 if failures else 0
