@@ -575,10 +575,9 @@ async def interleaved_ttft(peers: list[Peer], turns: int) -> None:
     async with contextlib.AsyncExitStack() as stack:
         clients = {p.key: await stack.enter_async_context(async_client(4)) for p in peers}
         fresh: dict[str, list[str]] = {}
-        for peer in peers:
-            peer.figures.ttft = Load()
-            if peer.kind != "chatmem":
-                continue
+
+        async def prepare(peer: Peer) -> None:
+            """chatmem: probes the one-request path, creates the conversations."""
             client = clients[peer.key]
             probe = Load()
             (first,) = await new_conversations(client, peer, 1)
@@ -588,8 +587,14 @@ async def interleaved_ttft(peers: list[Peer], turns: int) -> None:
             fresh[peer.key] = await new_conversations(client, peer, paths * (WARM_UP + turns))
             if peer.figures.one_request_path:
                 peer.figures.ttft_one_request = Load()
+
+        for peer in peers:
+            peer.figures.ttft = Load()
+            if peer.kind == "chatmem":
+                await guarded(peer, prepare(peer))
+        taking_part = [p for p in peers if p.failed is None]
         for round_ in range(WARM_UP + turns):
-            for peer in peers:
+            for peer in taking_part:
                 client, figures = clients[peer.key], peer.figures
                 counted = round_ >= WARM_UP
                 conversation = fresh[peer.key].pop() if peer.key in fresh else ""
@@ -952,9 +957,10 @@ async def run_all(peers: list[Peer], model: RemoteModelServer, sizes: Sizes) -> 
     print("-- TTFT, one stream at a time, the peers taking turns", flush=True)
     await interleaved_ttft(peers, sizes.sequential)
     for peer in peers:
-        print(f"-- {peer.name}: 1, 10 and 100 streams", flush=True)
-        model.reset()
-        await guarded(peer, streams(peer, sizes))
+        if peer.failed is None:
+            print(f"-- {peer.name}: 1, 10 and 100 streams", flush=True)
+            model.reset()
+            await guarded(peer, streams(peer, sizes))
     for peer in peers:
         if peer.kind == "chatmem" and peer.failed is None:
             print(f"-- {peer.name}: 1,000 watchers, 200 creates", flush=True)
