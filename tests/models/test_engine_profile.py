@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from chatmem.context.values import Prices, Profile, default_answer_reserve
 from chatmem.models.prices import resolve_prices
 from chatmem.models.profiles import engine_profile
-from chatmem.store.tables.profiles import ModelProfile
+from chatmem.store.profiles import PROFILE_FIELDS, ProfileRecord, profile_from_columns
+from chatmem.store.types import utcnow
 
 
-def row(**extra: object) -> ModelProfile:
+def row(**extra: object) -> ProfileRecord:
+    now = utcnow()
     fields: dict[str, object] = {
+        **dict.fromkeys(PROFILE_FIELDS),
         "id": "p",
+        "shared": False,
         "name": "n",
         "base_url": "https://api.openai.com/v1",
         "model": "gpt-4o-mini",
@@ -21,9 +23,12 @@ def row(**extra: object) -> ModelProfile:
         "tokenizer": "o200k_base",
         "free": False,
         "stateless": True,
+        "accepts_images": False,
+        "created_at": now,
+        "updated_at": now,
         **extra,
     }
-    return ModelProfile(**fields)
+    return ProfileRecord(**fields)
 
 
 def test_engine_profile_carries_the_memory_knobs_and_table_prices() -> None:
@@ -87,10 +92,15 @@ def test_null_knobs_leave_the_engine_defaults_and_an_automatic_reserve() -> None
     assert profile.summarizer_window is None and profile.summarizer_context == 8_192
 
 
-def test_engine_profile_reads_attributes_only() -> None:
-    """The turn path hands in a namespace of the columns (and Core rows), not ORM rows."""
-    columns = {c.name: None for c in ModelProfile.__table__.c}
-    stored = {**columns, **{c: getattr(row(**KNOBS), c) for c in columns if c != "answer_reserve"}}
-    profile = engine_profile(SimpleNamespace(**stored), SimpleNamespace(**stored))
+def test_a_profile_read_with_its_conversation_is_the_same_record() -> None:
+    """The turn path reads the profile's columns with the conversation's (``p_`` + name): the
+    same record, so the same engine profile; no profile joined is None."""
+    stored = row(**KNOBS, answer_reserve=None)
+    columns = {f"p_{name}": getattr(stored, name) for name in PROFILE_FIELDS}
+    read = profile_from_columns({"mode": "full", **columns}, prefix="p_")
+    assert read == stored
+    assert read is not None
+    profile = engine_profile(read, read)
     assert profile.economy_pairs == 5 and profile.answer_reserve == 4_096
     assert profile.summarizer_window == 128_000
+    assert profile_from_columns({"p_id": None}, prefix="p_") is None

@@ -239,6 +239,7 @@ def test_key_never_in_responses_logs_database_or_state_files(
 
     from chatmem.models.client import ModelClient
     from chatmem.models.profiles import model_endpoint
+    from chatmem.store.profiles import profile_by_id
 
     caplog.set_level(logging.DEBUG)
     app = create_app(settings.model_copy(update={"allow_private_endpoints": True}))
@@ -262,7 +263,7 @@ def test_key_never_in_responses_logs_database_or_state_files(
         texts += [api.post(f"/api/v1/profiles/{pid}/test", headers=alice.headers).text]
         texts += [api.get("/openapi.json").text]
         with app.state.db.session() as session:
-            endpoint = model_endpoint(session.get(ModelProfile, pid), app.state.secrets)
+            endpoint = model_endpoint(profile_by_id(session, pid), app.state.secrets)
 
         async def chat() -> str:
             async with ModelClient(endpoint, EndpointPolicy(allow_private=True)) as client:

@@ -132,3 +132,27 @@ def _owner(db: Database, run_id: str) -> str:
         run = session.get(Run, run_id)
         assert run is not None
         return run.user_id
+
+
+async def test_the_end_is_published_after_its_writes_and_the_release_never_by_the_writer(
+    db: Database,
+) -> None:
+    user_id, conversation_id = _conversation(db)
+    run_id = _new_run(db, user_id, conversation_id)
+    coordinator = LocalCoordinator()
+    await coordinator.open_run(run_id)
+    order: list[str] = []
+
+    async def released() -> None:
+        order.append(f"released, {len(await _published(coordinator, run_id))} published")
+
+    journal = EventJournal(run_id, db, coordinator, before_end=released)
+    async with db.writers.turn():  # the background writer is still busy when the end comes
+        await journal.emit("delta", {"text": "a"})
+    await journal.end(
+        "done",
+        {"status": "completed"},
+        lambda s: (order.append("stored"), runs.finish_run(s, run_id, "completed")),
+    )
+    assert order == ["stored", "released, 1 published"]
+    assert [e.type for e in await _published(coordinator, run_id)] == ["delta", "done"]

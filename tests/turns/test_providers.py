@@ -142,7 +142,7 @@ def test_a_summary_without_usage_is_counted_and_marked_estimated_PROV_1(chat: Ch
 
 def test_the_calibration_learns_only_from_reported_usage_CTX_2(chat: Chat) -> None:
     db = chat.client.app.state.db  # type: ignore[attr-defined]
-    turn_inputs._calibrations.pop(chat.profile_id, None)
+    calibrations(chat).forget(chat.profile_id)
     with db.session() as session:
         # Counted rows say nothing about the provider's tokenizer, whatever they hold.
         for _ in range(3):
@@ -161,8 +161,8 @@ def test_the_calibration_learns_only_from_reported_usage_CTX_2(chat: Chat) -> No
                 estimated=True,
             )
     with db.session() as session:
-        assert turn_inputs.calibration(session, chat.profile_id) == 1.0
-    turn_inputs._calibrations.pop(chat.profile_id, None)
+        assert calibrations(chat).factor(session, chat.profile_id) == 1.0
+    calibrations(chat).forget(chat.profile_id)
     with db.session() as session:
         runs.record_usage(
             session,
@@ -178,7 +178,7 @@ def test_the_calibration_learns_only_from_reported_usage_CTX_2(chat: Chat) -> No
             estimated_prompt_tokens=1000,
         )
     with db.session() as session:
-        assert turn_inputs.calibration(session, chat.profile_id) == pytest.approx(1.5)
+        assert calibrations(chat).factor(session, chat.profile_id) == pytest.approx(1.5)
 
 
 def test_reported_usage_scales_the_history_too_and_does_not_feed_on_itself_CTX_2(
@@ -192,15 +192,31 @@ def test_reported_usage_scales_the_history_too_and_does_not_feed_on_itself_CTX_2
         raw = max(1, round(used / calibration_now(chat)))
         chat.model.reply("ok", usage=(2 * raw, 1))
         chat.turn(f"Question {i}")
-        turn_inputs._calibrations.pop(chat.profile_id, None)  # read the ledger again
+        calibrations(chat).forget(chat.profile_id)  # read the ledger again
         assert calibration_now(chat) == pytest.approx(2.0, rel=0.05)
     after = plan_of(chat)["tokens"]["messages"]
     assert after >= 2 * before  # the stored history is counted at the provider's rate
 
 
+def calibrations(chat: Chat) -> turn_inputs.Calibrations:
+    """The app's calibrations (owned by its turn service)."""
+    return chat.client.app.state.turns.calibrations  # type: ignore[attr-defined, no-any-return]
+
+
+def test_a_calibration_is_read_again_only_after_its_time_CTX_2(chat: Chat) -> None:
+    now = [100.0]
+    known = turn_inputs.Calibrations(ttl=10, clock=lambda: now[0])
+    db = chat.client.app.state.db  # type: ignore[attr-defined]
+    known.learn(chat.profile_id, 1.25)
+    with db.session() as session:
+        assert known.factor(session, chat.profile_id) == 1.25  # the ledger is not read
+        now[0] += 10.0
+        assert known.factor(session, chat.profile_id) == 1.0  # read again: no answers yet
+
+
 def calibration_now(chat: Chat) -> float:
     with chat.client.app.state.db.session() as session:  # type: ignore[attr-defined]
-        return turn_inputs.calibration(session, chat.profile_id)
+        return calibrations(chat).factor(session, chat.profile_id)
 
 
 # --- PROV-2: context errors ---------------------------------------------------------------

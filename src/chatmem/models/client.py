@@ -38,6 +38,7 @@ logged; provider messages are scrubbed of it before they become error text.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import random
@@ -45,6 +46,7 @@ import re
 import ssl
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,8 +152,56 @@ class RetryPolicy:
 # --- the client --------------------------------------------------------------------------------
 
 
+def http_pool(
+    policy: EndpointPolicy,
+    *,
+    timeout: float,
+    connect_timeout: float = 10.0,
+    ssl: ssl.SSLContext | None = None,
+) -> httpx.AsyncClient:
+    """A connection pool for model APIs: policy-checked (SSRF), no credentials of its own."""
+    return safe_async_client(
+        policy, timeout=httpx.Timeout(timeout, connect=connect_timeout), ssl_context=ssl
+    )
+
+
+class SharedHttp:
+    """One policy-checked connection pool (``httpx.AsyncClient``), used by the model clients
+    of every profile on one base URL: it carries no credentials (each request sends its own
+    key).  Counts the requests in flight, so a pool that is retired (evicted from
+    :class:`~chatmem.models.clients.ModelClients`, or its client closed) is closed once the
+    last of them ends, never under one."""
+
+    def __init__(self, http: httpx.AsyncClient) -> None:
+        self.http = http
+        self._active = 0
+        self._retired = False
+        self._closing: asyncio.Task[None] | None = None
+
+    @asynccontextmanager
+    async def lease(self) -> AsyncIterator[httpx.AsyncClient]:
+        self._active += 1
+        try:
+            yield self.http
+        finally:
+            self._active -= 1
+            if self._retired and self._active == 0:
+                await self.http.aclose()
+
+    async def retire(self) -> None:
+        self._retired = True
+        if self._active == 0:
+            await self.http.aclose()
+
+    def retire_soon(self) -> None:
+        """:meth:`retire` from code that cannot await (on the event loop)."""
+        if not self._retired:
+            self._closing = asyncio.get_running_loop().create_task(self.retire())
+
+
 class ModelClient:
-    """Talks to one model endpoint.  Create per use or keep; ``aclose()`` when done.
+    """Talks to one model endpoint (base URL, model, key).  Cheap to make when given a
+    ``shared`` pool; otherwise it opens its own, closed by ``aclose()``.
 
     ``sleep`` is injectable so retry tests need not wait.
     """
@@ -167,6 +217,7 @@ class ModelClient:
         ssl_context: ssl.SSLContext | None = None,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         max_answer_bytes: int | None = None,
+        shared: SharedHttp | None = None,
     ) -> None:
         if endpoint.conceal:  # SEC-4: refusals name no host either
             policy = policy.concealed()
@@ -176,14 +227,13 @@ class ModelClient:
         self._retry = retry
         self._sleep = sleep
         self._timeout = timeout
-        headers = {"User-Agent": f"chatmem/{__version__}"}
+        #: Sent with every request: the key travels per request, never kept in a shared pool.
+        self._headers = {"User-Agent": f"chatmem/{__version__}"}
         if endpoint.api_key:
-            headers["Authorization"] = f"Bearer {endpoint.api_key}"
-        self._http = safe_async_client(
-            policy,
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            headers=headers,
-            ssl_context=ssl_context,
+            self._headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        self._owned = shared is None
+        self._shared = shared or SharedHttp(
+            http_pool(policy, timeout=timeout, connect_timeout=connect_timeout, ssl=ssl_context)
         )
 
     async def __aenter__(self) -> ModelClient:
@@ -193,7 +243,8 @@ class ModelClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._owned:
+            await self._shared.retire()
 
     def _url(self, path: str) -> str:
         return self.endpoint.base_url.rstrip("/") + path
@@ -226,15 +277,22 @@ class ModelClient:
             body["max_tokens"] = max_tokens
         body.update(extra or {})
 
+        async with self._shared.lease() as http:
+            async for event in self._stream(http, body):
+                yield event
+
+    async def _stream(
+        self, http: httpx.AsyncClient, body: dict[str, Any]
+    ) -> AsyncIterator[StreamEvent]:
         attempt = 0
         while True:
             yielded = False
             try:
-                async with self._http.stream(
+                async with http.stream(
                     "POST",
                     self._url("/chat/completions"),
                     json=body,
-                    headers={"Accept": "text/event-stream"},
+                    headers={**self._headers, "Accept": "text/event-stream"},
                 ) as response:
                     if response.status_code >= 300:
                         await response.aread()
@@ -329,7 +387,10 @@ class ModelClient:
         if tools:
             body["tools"] = list(tools)
         try:
-            response = await self._http.post(self._url("/chat/completions"), json=body)
+            async with self._shared.lease() as http:
+                response = await http.post(
+                    self._url("/chat/completions"), json=body, headers=self._headers
+                )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.TimeoutException) as exc:
             raise ProviderUnreachable(
                 f"The model API at {self._host()} could not be reached."
@@ -354,7 +415,8 @@ class ModelClient:
     async def list_models(self) -> list[str]:
         """``GET /models`` — the cheapest way to test a URL and key."""
         try:
-            response = await self._http.get(self._url("/models"))
+            async with self._shared.lease() as http:
+                response = await http.get(self._url("/models"), headers=self._headers)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.TimeoutException) as exc:
             raise ProviderUnreachable(
                 f"The model API at {self._host()} could not be reached."

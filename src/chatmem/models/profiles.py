@@ -14,6 +14,9 @@
 * :func:`engine_profile` is the context engine's view (window, knobs, tokenizer, prices,
   the summariser's window); :func:`model_endpoint` is the client's (URL, model, decrypted
   key) — the only place a key is decrypted, right before a request.
+
+Every view reads a :class:`~chatmem.store.profiles.ProfileRecord` (loaded by
+:mod:`chatmem.store.profiles`); the ORM row is only what the writes change.
 """
 
 from __future__ import annotations
@@ -21,10 +24,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import fields as dataclass_fields
-from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import INSTRUCTIONS_ROLES, Profile, default_answer_reserve
@@ -38,7 +40,8 @@ from chatmem.models.prices import (
 )
 from chatmem.models.secrets import SecretBox, profile_aad
 from chatmem.models.ssrf import EndpointPolicy
-from chatmem.store.engine import profile_visible_to
+from chatmem.store import profiles as store
+from chatmem.store.profiles import ProfileRecord, profile_record
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import (
@@ -97,34 +100,45 @@ KNOB_DEFAULTS: Mapping[str, Any] = {
 # --- lookups -----------------------------------------------------------------------------------
 
 
-def visible_profiles(session: Session, user: User) -> list[ModelProfile]:
-    """The user's own profiles and the shared ones, shared first then by name."""
-    rows = session.scalars(
-        select(ModelProfile)
-        .where(or_(ModelProfile.user_id == user.id, ModelProfile.shared.is_(True)))
-        .order_by(ModelProfile.shared.desc(), ModelProfile.name, ModelProfile.created_at)
-    )
-    return list(rows)
-
-
-def visible_profile(session: Session, user: User, profile_id: str) -> ModelProfile:
-    row = session.get(ModelProfile, profile_id)
-    if row is None or not profile_visible_to(row, user.id):
+def visible_profile(session: Session, user: User, profile_id: str) -> ProfileRecord:
+    record = store.visible_profile(session, user.id, profile_id)
+    if record is None:
         raise NotFound("profile")
-    return row
+    return record
 
 
-def can_edit(row: ModelProfile, user: User) -> bool:
+def can_edit(row: ProfileRecord, user: User) -> bool:
     """The owner, or an administrator for a shared profile: who may change it and see all of
     it (its endpoint included, SEC-4)."""
     return row.user_id == user.id or bool(row.shared and user.is_admin)
 
 
 def editable_profile(session: Session, user: User, profile_id: str) -> ModelProfile:
-    row = visible_profile(session, user, profile_id)
-    if not can_edit(row, user):
+    """The row to change or delete: one the user may use and edit."""
+    row = session.get(ModelProfile, profile_id)
+    record = profile_record(row) if row is not None else None
+    if row is None or not (record and record.visible_to(user.id)):
+        raise NotFound("profile")
+    if not can_edit(record, user):
         raise Forbidden("Only an administrator can change a shared profile.")
     return row
+
+
+def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
+    """The engine profile for the conversation's model profile (with its summariser's
+    prices); the default :class:`Profile` when the conversation has none or it is no longer
+    visible to the conversation's owner."""
+    if conversation.profile_id is None:
+        return Profile()
+    record = store.visible_profile(session, conversation.user_id, conversation.profile_id)
+    if record is None:
+        return Profile()
+    summarizer = None
+    if record.summarizer_profile_id:
+        summarizer = store.visible_profile(
+            session, conversation.user_id, record.summarizer_profile_id
+        )
+    return engine_profile(record, summarizer)
 
 
 # --- writes ------------------------------------------------------------------------------------
@@ -136,7 +150,7 @@ def create_profile(
     secrets: SecretBox,
     policy: EndpointPolicy,
     fields: Mapping[str, Any],
-) -> ModelProfile:
+) -> ProfileRecord:
     """Create a profile from ``fields`` (names as in :data:`EDITABLE`, plus ``api_key``)."""
     row = ModelProfile(
         id=new_id(),
@@ -152,7 +166,7 @@ def create_profile(
     _apply(session, row, user, secrets, policy, fields, creating=True)
     session.add(row)
     session.flush()
-    return row
+    return profile_record(row)
 
 
 def update_profile(
@@ -162,11 +176,11 @@ def update_profile(
     secrets: SecretBox,
     policy: EndpointPolicy,
     changes: Mapping[str, Any],
-) -> ModelProfile:
+) -> ProfileRecord:
     """Apply a partial change.  ``api_key``: a string replaces it, ``None`` removes it."""
     _apply(session, row, user, secrets, policy, changes, creating=False)
     session.flush()
-    return row
+    return profile_record(row)
 
 
 def delete_profile(session: Session, row: ModelProfile) -> None:
@@ -213,10 +227,10 @@ def _apply(
             changes[name] = value
     if changes.get("shared") and not user.is_admin:
         raise Forbidden("Only administrators can publish shared profiles.")
-    after = SimpleNamespace(**{"id": row.id, **{n: getattr(row, n) for n in EDITABLE}, **changes})
-    _validate(session, user, after)
+    after = {**{n: getattr(row, n) for n in EDITABLE}, **changes}
+    _validate(session, user, row.id, after)
     if creating or "base_url" in fields:
-        policy.check_url(after.base_url)
+        policy.check_url(after["base_url"])
     for name, value in changes.items():
         setattr(row, name, value)
     if "api_key" in fields:
@@ -229,43 +243,42 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _validate(session: Session, user: User, row: Any) -> None:
-    window = row.context_window
+def _validate(session: Session, user: User, profile_id: str, row: Mapping[str, Any]) -> None:
+    """The profile's editable values as they would be after a change (``row``), checked."""
+    window = row["context_window"]
     if not _whole(window) or not CONTEXT_WINDOW_MIN <= window <= CONTEXT_WINDOW_MAX:
         raise InvalidInput(
             f"context_window: must be between {CONTEXT_WINDOW_MIN:,} and {CONTEXT_WINDOW_MAX:,} tokens"
         )
     # Checked against the window as it will be, so shrinking the window can refuse a reserve.
-    if row.answer_reserve is not None and (
-        not _whole(row.answer_reserve) or not 0 <= row.answer_reserve <= window // 2
-    ):
+    reserve = row["answer_reserve"]
+    if reserve is not None and (not _whole(reserve) or not 0 <= reserve <= window // 2):
         raise InvalidInput(
             f"answer_reserve: must be between 0 and {window // 2:,} tokens (half the context "
             "window), or empty for the automatic reserve"
         )
     _validate_knobs(row)
-    if row.tokenizer not in TOKENIZERS:
+    if row["tokenizer"] not in TOKENIZERS:
         raise InvalidInput(f"tokenizer: one of {', '.join(TOKENIZERS)}")
     for name in ("input_price_per_mtok", "output_price_per_mtok"):
-        price = getattr(row, name)
+        price = row[name]
         if price is not None and not valid_price(price):
             raise InvalidInput(
                 f"{name}: must be a number from 0 to {MAX_PRICE_PER_MTOK:,.0f} (USD per "
                 "million tokens)"
             )
-    if row.summarizer_profile_id is not None:
-        if row.summarizer_profile_id == row.id:
+    summarizer = row["summarizer_profile_id"]
+    if summarizer is not None:
+        if summarizer == profile_id:
             raise InvalidInput("summarizer_profile_id: a profile cannot summarise for itself")
-        try:
-            visible_profile(session, user, row.summarizer_profile_id)
-        except NotFound:
-            raise InvalidInput("summarizer_profile_id: no such profile") from None
+        if not store.profile_visible(session, user.id, summarizer):
+            raise InvalidInput("summarizer_profile_id: no such profile")
 
 
-def _validate_knobs(row: Any) -> None:
+def _validate_knobs(row: Mapping[str, Any]) -> None:
     """CTX-22: each knob NULL (the default) or within :data:`KNOB_RANGES`."""
     for name, (low, high) in KNOB_RANGES.items():
-        value = getattr(row, name)
+        value = row[name]
         if value is None:
             continue
         if isinstance(low, float):
@@ -279,7 +292,7 @@ def _validate_knobs(row: Any) -> None:
                 raise InvalidInput(f"{name}: must be a number between {low:g} and {high:g}")
         elif not _whole(value) or not low <= value <= high:
             raise InvalidInput(f"{name}: must be a whole number between {low:,} and {high:,}")
-    role = row.instructions_role
+    role = row["instructions_role"]
     if role is not None and role not in INSTRUCTIONS_ROLES:
         raise InvalidInput(f"instructions_role: one of {', '.join(INSTRUCTIONS_ROLES)}")
 
@@ -287,7 +300,7 @@ def _validate_knobs(row: Any) -> None:
 # --- views -------------------------------------------------------------------------------------
 
 
-def price_info(row: Any) -> PriceInfo:
+def price_info(row: ProfileRecord) -> PriceInfo:
     return resolve_prices(
         row.model,
         base_url=row.base_url,
@@ -297,12 +310,11 @@ def price_info(row: Any) -> PriceInfo:
     )
 
 
-def engine_profile(row: Any, summarizer: Any = None) -> Profile:
+def engine_profile(row: ProfileRecord, summarizer: ProfileRecord | None = None) -> Profile:
     """The context engine's view of a profile (prices resolved: override, table, or free),
     with its memory knobs (a NULL knob leaves the engine's default) and, given a summariser
-    profile, its prices and window.  ``row`` and ``summarizer`` may be ORM rows, Core rows or
-    namespaces of the columns: only attributes are read."""
-    knobs = {name: value for name in KNOBS if (value := getattr(row, name, None)) is not None}
+    profile, its prices and window."""
+    knobs = {name: value for name in KNOBS if (value := getattr(row, name)) is not None}
     extra: dict[str, Any] = {}
     if summarizer is not None:
         extra = {
@@ -311,7 +323,8 @@ def engine_profile(row: Any, summarizer: Any = None) -> Profile:
         }
     return Profile(
         context_window=row.context_window,
-        answer_reserve=row.answer_reserve,  # None: the window's default (CTX-22)
+        # NULL: the window's default (CTX-22)
+        answer_reserve=_or(row.answer_reserve, default_answer_reserve(row.context_window)),
         tokenizer=row.tokenizer,
         stateless=row.stateless,
         model=row.model,
@@ -321,9 +334,9 @@ def engine_profile(row: Any, summarizer: Any = None) -> Profile:
     )
 
 
-def effective_knobs(row: Any) -> dict[str, Any]:
+def effective_knobs(row: ProfileRecord) -> dict[str, Any]:
     """Every knob as the engine uses it: the stored value, or the default when NULL."""
-    out = {name: _or(getattr(row, name, None), KNOB_DEFAULTS[name]) for name in KNOBS}
+    out = {name: _or(getattr(row, name), KNOB_DEFAULTS[name]) for name in KNOBS}
     out["answer_reserve"] = _or(row.answer_reserve, default_answer_reserve(row.context_window))
     return out
 
@@ -332,12 +345,12 @@ def _or(value: Any, default: Any) -> Any:
     return default if value is None else value
 
 
-def decrypt_api_key(row: ModelProfile, secrets: SecretBox) -> str | None:
+def decrypt_api_key(row: ProfileRecord, secrets: SecretBox) -> str | None:
     return secrets.decrypt_optional(row.api_key_ciphertext, profile_aad(row.id))
 
 
 def model_endpoint(
-    row: ModelProfile, secrets: SecretBox, *, conceal: bool = False
+    row: ProfileRecord, secrets: SecretBox, *, conceal: bool = False
 ) -> ModelEndpoint:
     """What :class:`~chatmem.models.client.ModelClient` needs, with the key decrypted.
     ``conceal``: the call is for somebody who may not see the endpoint (another user of a
@@ -345,7 +358,7 @@ def model_endpoint(
     return ModelEndpoint(row.base_url, row.model, decrypt_api_key(row, secrets), conceal=conceal)
 
 
-def public_view(row: ModelProfile, user: User) -> dict[str, Any]:
+def public_view(row: ProfileRecord, user: User) -> dict[str, Any]:
     """The API shape of a profile: everything but the key, which is only ``has_api_key``.
 
     A shared profile seen by a user who may not edit it (SEC-4) shows what choosing and using

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any, overload
 
@@ -37,8 +38,9 @@ from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import Profile, ToolCall
 from chatmem.context.values import Summary as EngineSummary
 from chatmem.store.db import connection_of
+from chatmem.store.profiles import PROFILE_COLUMNS, ProfileRecord, profile_from_columns
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
-from chatmem.store.tables.profiles import ModelProfile
+from chatmem.store.tables.profiles import McpServer, ModelProfile
 from chatmem.store.tokens import column_for
 
 PAGE_SIZE = 32  # the newest page; older pages double in size
@@ -71,43 +73,6 @@ class Scale:
 
 
 NO_SCALE = Scale()
-
-
-def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
-    """The engine profile for the conversation's model profile (PROF-1), through the profiles
-    room's :func:`chatmem.models.profiles.engine_profile` (with its summariser's prices); the
-    default :class:`Profile` when the conversation has none or it is no longer visible."""
-    if conversation.profile_id is None:
-        return Profile()
-    from chatmem.models.profiles import engine_profile
-
-    row = visible_profile_row(session, conversation.user_id, conversation.profile_id)
-    if row is None:
-        return Profile()
-    summarizer = None
-    if row.summarizer_profile_id:
-        summarizer = visible_profile_row(session, conversation.user_id, row.summarizer_profile_id)
-    return engine_profile(row, summarizer)
-
-
-def profile_visible_to(row: Any, user_id: str) -> bool:
-    """Whether a user may use a profile: their own, or a shared one (STORE-1)."""
-    return bool(row.shared or row.user_id == user_id)
-
-
-def visible_profile_row(session: Session | Connection, user_id: str, profile_id: str) -> Any:
-    """The profile's stored columns (a Core row: attribute access like the ORM row, at a
-    fraction of the cost — this runs at every turn), or None if the user may not use it."""
-    row = connection_of(session).execute(_PROFILE, {"pid": profile_id}).first()
-    if row is None or not profile_visible_to(row, user_id):
-        return None
-    return row
-
-
-def profile_visible(session: Session, user_id: str, profile_id: str) -> bool:
-    """Whether ``profile_id`` names a profile this user may use (their own or a shared one);
-    conversations refuse anything else with ``not_found`` (STORE-1)."""
-    return visible_profile_row(session, user_id, profile_id) is not None
 
 
 def _message_value(row: Any, tokens_column: str, scale: Scale = NO_SCALE) -> EngineMessage:
@@ -160,7 +125,6 @@ def conversation_extras(conversation_id: Any) -> tuple[Any, Any]:
     )
 
 
-_PROFILE = select(ModelProfile.__table__).where(ModelProfile.id == bindparam("pid"))
 _LATEST_SUMMARY = (
     select(Summary.__table__)
     .where(Summary.conversation_id == bindparam("cid"))
@@ -378,6 +342,70 @@ class LazyMessages(Sequence[EngineMessage]):
         raise ValueError("message not in conversation")
 
 
+@dataclass(frozen=True, slots=True)
+class StepConversation:
+    """What a model step reads about its conversation, in one statement
+    (:func:`step_conversation`): its own columns, where its history starts and ends, whether
+    it has a summary or files, how many MCP servers are enabled, and its model profile."""
+
+    user_id: str
+    profile_id: str | None
+    mode: str
+    instructions: str
+    archived_at: datetime | None
+    first_seq: int | None
+    last_seq: int | None
+    summaries: int
+    files: int
+    mcp_servers: int
+    #: The conversation's profile as stored (None: it has none, or it is gone).  Whether its
+    #: owner may still use it is the caller's check (:meth:`ProfileRecord.visible_to`).
+    profile: ProfileRecord | None
+
+
+_STEP = (
+    select(
+        Conversation.user_id,
+        Conversation.profile_id,
+        Conversation.mode,
+        Conversation.instructions,
+        Conversation.archived_at,
+        *message_bounds(bindparam("cid")),
+        *conversation_extras(bindparam("cid")),
+        select(func.count(McpServer.id))
+        .where(McpServer.enabled.is_(True))
+        .scalar_subquery()
+        .label("mcp_servers"),
+        # The conversation's profile, read with it (``p_`` + the profile's column names).
+        *(column.label(f"p_{column.key}") for column in PROFILE_COLUMNS),
+    )
+    .outerjoin(ModelProfile, ModelProfile.id == Conversation.profile_id)
+    .where(Conversation.id == bindparam("cid"))
+)
+
+
+def step_conversation(
+    session: Session | Connection, conversation_id: str
+) -> StepConversation | None:
+    """The conversation as a model step reads it (None for an unknown id)."""
+    row = connection_of(session).execute(_STEP, {"cid": conversation_id}).first()
+    if row is None:
+        return None
+    return StepConversation(
+        user_id=row.user_id,
+        profile_id=row.profile_id,
+        mode=row.mode,
+        instructions=row.instructions,
+        archived_at=row.archived_at,
+        first_seq=row.first_seq,
+        last_seq=row.last_seq,
+        summaries=int(row.summaries or 0),
+        files=int(row.files or 0),
+        mcp_servers=int(row.mcp_servers or 0),
+        profile=profile_from_columns(row._mapping, prefix="p_"),
+    )
+
+
 def latest_summary(session: Session | Connection, conversation_id: str) -> Any:
     """The newest summary's stored columns (a Core row, read like the ORM row), or None."""
     return connection_of(session).execute(_LATEST_SUMMARY, {"cid": conversation_id}).first()
@@ -447,13 +475,13 @@ def load_engine_conversation(
 
 
 def memory_status(
-    session: Session, conversation: Conversation
+    session: Session, conversation: Conversation, profile: Profile
 ) -> tuple[dict[str, str], dict[str, str], str]:
-    """CTX-14/CTX-16: each message's and file's status for the next request (empty draft),
-    plus the tokens column of the profile's tokenizer (for displaying counts)."""
+    """CTX-14/CTX-16: each message's and file's status for the next request (empty draft)
+    planned with ``profile`` (the conversation's engine profile), plus the tokens column of
+    the profile's tokenizer (for displaying counts)."""
     from chatmem.context import plan
 
-    profile = engine_profile_for(session, conversation)
     value = load_engine_conversation(
         session,
         conversation.id,

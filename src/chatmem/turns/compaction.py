@@ -21,7 +21,7 @@ from chatmem.context import folding
 from chatmem.context.compaction import SummaryRound
 from chatmem.errors import ProviderError, ProviderUnreachable
 from chatmem.models.client import ModelClient
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.models.clients import ModelClients
 from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import Database
@@ -67,44 +67,6 @@ class CompactionOutcome:
         return {**self.event_data(), "summary": self.text, "focus": self.focus}
 
 
-def client_for(target: ModelTarget, settings: Settings) -> ModelClient:
-    if target.endpoint is None:
-        raise ProviderError("This conversation has no model profile: choose a model for it first.")
-    return ModelClient(
-        target.endpoint,
-        EndpointPolicy.from_settings(settings),
-        timeout=settings.model_timeout,
-        max_answer_bytes=settings.max_answer_bytes,  # PROV-5
-    )
-
-
-class ModelClients:
-    """Model clients shared across turns, one per endpoint (URL, model, key).
-
-    Building a client builds its TLS context and connection pool, which costs tens of
-    milliseconds — more than the whole server overhead we allow on the first token — so the
-    turn service keeps them for the life of the app and closes them on shutdown.
-    """
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._clients: dict[tuple[str, str, str | None], ModelClient] = {}
-
-    def __call__(self, target: ModelTarget) -> ModelClient:
-        if target.endpoint is None:
-            return client_for(target, self._settings)  # raises the clear error
-        key = (target.endpoint.base_url, target.endpoint.model, target.endpoint.api_key)
-        client = self._clients.get(key)
-        if client is None:
-            client = self._clients[key] = client_for(target, self._settings)
-        return client
-
-    async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.aclose()
-
-
 Emit = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
@@ -123,7 +85,7 @@ async def run_fold(
     focus: str | None = None,
     manual: bool = False,
     turn_start: str | None = None,
-    clients: ModelClients | None = None,
+    clients: ModelClients,
     emit: Emit | None = None,
     race: Callable[[Awaitable[Any]], Awaitable[Any]] = _direct,
 ) -> CompactionOutcome | None:
@@ -135,7 +97,7 @@ async def run_fold(
     (the turn races it against Stop).  Returns None when there was nothing to fold."""
     target = inputs.summarizer
     payer = _Payer(user_id, inputs.conversation_id, run_id, kind, target)
-    client = clients(target) if clients is not None else client_for(target, settings)
+    client = clients(target.endpoint)
     flow = folding.fold(
         inputs.conversation,
         inputs.profile,
@@ -170,8 +132,6 @@ async def run_fold(
                 break
     finally:
         flow.close()
-        if clients is None:
-            await client.aclose()
     if last is not None and emit is not None:
         await emit("compaction", last.event_data())
     return last

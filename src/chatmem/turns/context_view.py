@@ -26,10 +26,16 @@ from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import Mode
 from chatmem.errors import NotFound
 from chatmem.store.db import connection_of
+from chatmem.store.profiles import visible_profile
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.tables.runs import UsageRow
-from chatmem.turns.inputs import calibrated_tokenizer, factor_of, resolve_target
+from chatmem.turns.inputs import (
+    Calibrations,
+    calibrated_tokenizer,
+    factor_of,
+    resolve_target,
+)
 
 
 class ContextCache:
@@ -152,6 +158,7 @@ def plan_for(
     conversation_id: str,
     draft: str | None,
     tools: Sequence[Mapping[str, Any]] = (),
+    calibrations: Calibrations | None = None,
 ) -> dict[str, Any]:
     connection = connection_of(session)
     row, version = _version_key(connection, conversation_id)
@@ -163,7 +170,7 @@ def plan_for(
     resolved = cache.get_target(conversation_id, key)
     if resolved is None:
         target = resolve_target(connection, user_id, row.profile_id)
-        resolved = (target, calibrated_tokenizer(connection, target))
+        resolved = (target, calibrated_tokenizer(connection, target, calibrations))
         cache.put_target(conversation_id, key, resolved)
     target, tokenizer = resolved
     profile = target.engine_profile
@@ -233,14 +240,13 @@ def profile_plan_for(
     draft: str | None,
     mode: Mode,
     tools: Sequence[Mapping[str, Any]] = (),
+    calibrations: Calibrations | None = None,
 ) -> dict[str, Any]:
     """The plan of a conversation not created yet (``GET /profiles/{id}/context``): an empty
     history with this profile, so the counter follows the first message as it is typed
     (CTX-17).  A profile the user may not use answers like a missing one (STORE-1)."""
-    from chatmem.store.engine import visible_profile_row
-
     connection = connection_of(session)
-    row = visible_profile_row(connection, user_id, profile_id)
+    row = visible_profile(connection, user_id, profile_id)
     if row is None:
         raise NotFound("profile")
     target = resolve_target(connection, user_id, profile_id, read=row)
@@ -251,7 +257,7 @@ def profile_plan_for(
         profile,
         mode=engine.effective_mode(profile, mode),
         draft=draft or None,
-        tokenizer=calibrated_tokenizer(connection, target),
+        tokenizer=calibrated_tokenizer(connection, target, calibrations),
     )
     return plan_json(plan)
 

@@ -16,15 +16,17 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import anyio
+from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from chatmem.store.db import Database
 
 T = TypeVar("T")
+P = ParamSpec("P")
 log = logging.getLogger(__name__)
 ATTEMPTS = 12
 
@@ -34,14 +36,21 @@ def _locked(exc: OperationalError) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
-def work_sync(
-    db: Database, fn: Callable[..., T], *args: Any, _write: bool = True, **kwargs: Any
+def _unit_sync(
+    db: Database,
+    write: bool,
+    fn: Callable[Concatenate[Session, P], T],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
 ) -> T:
+    """``fn(session, *args, **kwargs)`` in one transaction (``write``: a writer session),
+    retried while SQLite says ``database is locked``."""
     for attempt in range(ATTEMPTS):
         try:
             # A writer session (SQLite: the write lock from the first statement), so
             # concurrent units queue on the busy timeout instead of failing mid-way.
-            with db.session(write=_write) as session:
+            with db.session(write=write) as session:
                 return fn(session, *args, **kwargs)
         except OperationalError as exc:
             if not _locked(exc) or attempt == ATTEMPTS - 1:
@@ -51,23 +60,38 @@ def work_sync(
     raise AssertionError("unreachable")
 
 
-async def work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def work_sync(
+    db: Database, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """Runs ``fn(session, *args, **kwargs)`` in one writer transaction, in this thread."""
+    return _unit_sync(db, True, fn, *args, **kwargs)
+
+
+async def work(
+    db: Database, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+) -> T:
     """Runs ``fn(session, *args, **kwargs)`` in one writer transaction in a worker thread,
     once it is this unit's turn to write (SQLite: :class:`~chatmem.store.db.WriterTurns`; the
     wait holds no thread)."""
     async with db.slots.slot(), db.writers.turn():
-        return await anyio.to_thread.run_sync(lambda: work_sync(db, fn, *args, **kwargs))
+        return await anyio.to_thread.run_sync(lambda: _unit_sync(db, True, fn, *args, **kwargs))
 
 
-async def read(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+async def read(
+    db: Database, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+) -> T:
     """Like :func:`work` for units that only read: they never wait for a writer."""
     async with db.slots.slot():
-        return await anyio.to_thread.run_sync(
-            lambda: work_sync(db, fn, *args, _write=False, **kwargs)
-        )
+        return await anyio.to_thread.run_sync(lambda: _unit_sync(db, False, fn, *args, **kwargs))
 
 
-async def quick_work(db: Database, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+async def quick_work(
+    db: Database,
+    fn: Callable[Concatenate[Session | Connection, P], T],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
     """A short write on the path to the first token (``fn`` must only touch the database:
     it may run twice, and it gets a Core ``Connection`` or a ``Session``).
 

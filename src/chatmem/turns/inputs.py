@@ -10,13 +10,13 @@ profiles, so a change in any of them is adapted here.
 from __future__ import annotations
 
 import math
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Any, cast
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from chatmem import context as engine
@@ -24,21 +24,15 @@ from chatmem.context.history import CountedMessages
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import Mode, Prices, Profile
 from chatmem.errors import InvalidInput, NotFound
+from chatmem.models import profiles
 from chatmem.models.client import ModelEndpoint
 from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import connection_of
-from chatmem.store.engine import (
-    conversation_extras,
-    load_engine_conversation,
-    message_bounds,
-    profile_visible_to,
-    visible_profile_row,
-)
+from chatmem.store.engine import load_engine_conversation, step_conversation
 from chatmem.store.messages import insert_message
+from chatmem.store.profiles import ProfileRecord, visible_profile
 from chatmem.store.quotas import Limits
-from chatmem.store.tables.conversations import Conversation
-from chatmem.store.tables.profiles import McpServer, ModelProfile
 
 
 @dataclass(frozen=True)
@@ -101,25 +95,23 @@ def resolve_target(
     profile_id: str | None,
     secrets: Any = None,
     *,
-    read: Any = None,
+    read: ProfileRecord | None = None,
 ) -> ModelTarget:
     """The profiles room's view of ``profile_id`` (the engine profile with its summariser's
     prices, and — when ``secrets`` is given — the endpoint with the decrypted key).  A
     conversation without a profile, or whose profile is gone, plans with the defaults.
-    ``read``: the profile's columns when already read (:func:`load_inputs`)."""
+    ``read``: the profile when already read (:func:`load_inputs`)."""
     if profile_id is None:
         return ModelTarget(None, None, None, Profile())
-    from chatmem.models import profiles
-
     if read is not None:
-        row = read if profile_visible_to(read, user_id) else None
+        row = read if read.visible_to(user_id) else None
     else:
-        row = visible_profile_row(session, user_id, profile_id)
+        row = visible_profile(session, user_id, profile_id)
     if row is None:
         return ModelTarget(None, None, None, Profile())
     summarizer = None
     if row.summarizer_profile_id:
-        summarizer = visible_profile_row(session, user_id, row.summarizer_profile_id)
+        summarizer = visible_profile(session, user_id, row.summarizer_profile_id)
     endpoint = (
         # SEC-4: somebody else's shared profile: its errors name no URL or host.
         profiles.model_endpoint(row, secrets, conceal=row.user_id != user_id)
@@ -151,35 +143,57 @@ def summarizer_target(
 #: the factor only scales an estimate, and the context endpoint keys its own cache on the
 #: newest ledger row.
 CALIBRATION_TTL = 10.0
-#: profile id -> (calibration factor, monotonic expiry)
-_calibrations: dict[str, tuple[float, float]] = {}
 
 
-def calibration(session: Session | Connection, profile_id: str | None) -> float:
-    """CTX-2: reported prompt tokens / estimated ones over the profile's recent answers
-    (1.0 without data), and never less than what a recent context-length error taught
-    (PROV-2: an ``overflow`` row, the count the provider named / our raw estimate of that
-    request).  The engine clamps it so the estimate only ever goes up.  Estimates stored in
-    the ledger are raw (uncalibrated, :func:`raw_estimate`), so the factor does not feed on
-    itself."""
-    if profile_id is None:
-        return 1.0
-    cached = _calibrations.get(profile_id)
-    now = time.monotonic()
-    if cached is not None and cached[1] > now:
-        return cached[0]
-    rows = runs.calibration_rows(session, profile_id)
-    answers = [r for r in rows if r.kind == "answer"]
-    reported = sum(r.prompt_tokens for r in answers)
-    estimated = sum(r.estimated_prompt_tokens for r in answers)
-    factor = engine.calibration_factor(estimated, reported)
-    for r in rows:
-        if r.kind == "overflow":
-            factor = max(
-                factor, engine.calibration_factor(r.estimated_prompt_tokens, r.prompt_tokens)
-            )
-    _calibrations[profile_id] = (factor, now + CALIBRATION_TTL)
-    return factor
+class Calibrations:
+    """CTX-2: each profile's calibration factor — reported prompt tokens / estimated ones
+    over its recent answers (1.0 without data), never less than what a recent context-length
+    error taught (PROV-2: an ``overflow`` row, the count the provider named / our raw
+    estimate of that request).  The engine clamps it so the estimate only ever goes up.
+    Estimates stored in the ledger are raw (uncalibrated, :func:`raw_estimate`), so the
+    factor does not feed on itself.
+
+    Read from the ledger at most once per profile and ``ttl``; :meth:`learn` sets a factor
+    at once.  The turn service owns one (shared by turns and the context endpoint); the
+    clock is injectable."""
+
+    def __init__(
+        self, ttl: float = CALIBRATION_TTL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._known: dict[str, tuple[float, float]] = {}  # profile id -> (factor, expiry)
+        self._lock = threading.Lock()  # read and written from worker threads
+
+    def factor(self, session: Session | Connection, profile_id: str | None) -> float:
+        if profile_id is None:
+            return 1.0
+        now = self._clock()
+        with self._lock:
+            known = self._known.get(profile_id)
+        if known is not None and known[1] > now:
+            return known[0]
+        rows = runs.calibration_rows(session, profile_id)
+        answers = [r for r in rows if r.kind == "answer"]
+        reported = sum(r.prompt_tokens for r in answers)
+        estimated = sum(r.estimated_prompt_tokens for r in answers)
+        factor = engine.calibration_factor(estimated, reported)
+        for r in rows:
+            if r.kind == "overflow":
+                factor = max(
+                    factor, engine.calibration_factor(r.estimated_prompt_tokens, r.prompt_tokens)
+                )
+        self.learn(profile_id, factor)
+        return factor
+
+    def learn(self, profile_id: str, factor: float) -> None:
+        with self._lock:
+            self._known[profile_id] = (factor, self._clock() + self._ttl)
+
+    def forget(self, profile_id: str) -> None:
+        """The next :meth:`factor` reads the ledger again."""
+        with self._lock:
+            self._known.pop(profile_id, None)
 
 
 def factor_of(tokenizer: Any) -> float:
@@ -204,7 +218,8 @@ def learn_overflow(
     session: Session,
     inputs: TurnInputs,
     named_tokens: int | None,
-    run_id: str | None = None,
+    run_id: str | None,
+    calibrations: Calibrations,
 ) -> float:
     """PROV-2: the provider refused ``inputs``' request as too long.  Records what that
     teaches as an ``overflow`` ledger row and returns the profile's new factor, in effect at
@@ -238,47 +253,18 @@ def learn_overflow(
     if inputs.profile_id is None:
         return 1.0
     factor = max(factor_of(inputs.tokenizer), engine.calibration_factor(raw, reported))
-    _calibrations[inputs.profile_id] = (factor, time.monotonic() + CALIBRATION_TTL)
+    calibrations.learn(inputs.profile_id, factor)
     return factor
 
 
-def calibrated_tokenizer(session: Session | Connection, target: ModelTarget) -> Any:
-    """The profile's tokenizer, scaled up when the provider reports more than we estimate."""
+def calibrated_tokenizer(
+    session: Session | Connection, target: ModelTarget, calibrations: Calibrations | None
+) -> Any:
+    """The profile's tokenizer, scaled up when the provider reports more than we estimate
+    (without ``calibrations``, read from the ledger now)."""
     base = engine.get_tokenizer(target.engine_profile.tokenizer)
-    return engine.calibrated(base, calibration(session, target.profile_id))
-
-
-# Everything a step reads about the conversation, in one statement: its own columns, where
-# its history starts and ends, whether it has a summary or files, whether any MCP server is
-# enabled, and its model profile (a Core row, read like the ORM row).
-_CONVERSATION = (
-    select(
-        Conversation.user_id,
-        Conversation.profile_id,
-        Conversation.mode,
-        Conversation.instructions,
-        Conversation.archived_at,
-        *message_bounds(bindparam("cid")),
-        *conversation_extras(bindparam("cid")),
-        select(func.count(McpServer.id))
-        .where(McpServer.enabled.is_(True))
-        .scalar_subquery()
-        .label("mcp_servers"),
-        # The conversation's profile, read with it (``p_`` + the profile's column names).
-        *(column.label(f"p_{column.name}") for column in ModelProfile.__table__.c),
-    )
-    .outerjoin(ModelProfile, ModelProfile.id == Conversation.profile_id)
-    .where(Conversation.id == bindparam("cid"))
-)
-_PROFILE_FIELDS = tuple(column.name for column in ModelProfile.__table__.c)
-
-
-def _profile_read(row: Any) -> Any:
-    """The conversation's profile as read with it (None when it has none, or it is gone)."""
-    mapping = row._mapping
-    if mapping["p_id"] is None:
-        return None
-    return SimpleNamespace(**{name: mapping[f"p_{name}"] for name in _PROFILE_FIELDS})
+    known = calibrations or Calibrations(ttl=0)
+    return engine.calibrated(base, known.factor(session, target.profile_id))
 
 
 def load_inputs(
@@ -294,6 +280,7 @@ def load_inputs(
     profile_override: str | None = None,
     live_only: bool = False,
     materialize: bool = False,
+    calibrations: Calibrations | None = None,
 ) -> TurnInputs:
     """The inputs of one model step.  With ``user_id`` the conversation must be theirs
     (STORE-1); with ``live_only`` it must not be archived either (a new turn).  With
@@ -302,19 +289,17 @@ def load_inputs(
     # One connection for every statement below (asking the session for it each time costs
     # more than most of the statements).
     connection = connection_of(session)
-    row = connection.execute(_CONVERSATION, {"cid": conversation_id}).first()
+    row = step_conversation(connection, conversation_id)
     if row is None or (user_id is not None and row.user_id != user_id):
         raise NotFound("conversation")
     if live_only and row.archived_at is not None:
         raise NotFound("conversation")
     if profile_override is None or profile_override == row.profile_id:
-        target = resolve_target(
-            connection, row.user_id, row.profile_id, secrets, read=_profile_read(row)
-        )
+        target = resolve_target(connection, row.user_id, row.profile_id, secrets, read=row.profile)
     else:
         target = resolve_target(connection, row.user_id, profile_override, secrets)
     profile = target.engine_profile
-    tokenizer = calibrated_tokenizer(connection, target)
+    tokenizer = calibrated_tokenizer(connection, target, calibrations)
     conversation = load_engine_conversation(
         connection,
         conversation_id,
@@ -357,7 +342,7 @@ def load_inputs(
         target=target,
         summarizer=summarizer_target(connection, row.user_id, target, secrets),
         plan_tokens_used=int(plan.tokens.used) if plan is not None else 0,
-        mcp_servers=int(row.mcp_servers or 0),
+        mcp_servers=row.mcp_servers,
         tokenizer=tokenizer,
     )
 

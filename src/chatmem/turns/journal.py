@@ -17,7 +17,7 @@ is kept, unpublished, and written again by the next flush).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 from sqlalchemy.orm import Session
@@ -33,9 +33,19 @@ T = TypeVar("T")
 
 class EventJournal:
     def __init__(
-        self, run_id: str, db: Database, coordinator: Coordinator, *, start_seq: int = 0
+        self,
+        run_id: str,
+        db: Database,
+        coordinator: Coordinator,
+        *,
+        start_seq: int = 0,
+        before_end: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.run_id = run_id
+        #: Runs after the terminal event is stored and before it is published (the turn
+        #: service frees the conversation there: whoever sees ``done`` may send the next
+        #: message at once).
+        self._before_end = before_end
         self._db = db
         self._coordinator = coordinator
         self._seq = start_seq
@@ -90,12 +100,20 @@ class EventJournal:
         ``also(session)`` — the checkpoint's own writes (the answer, the run's end) — runs in
         the same transaction as the last batch: one commit instead of two or three, which
         matters when the next turn is queueing for the SQLite write lock."""
+        result, batch = await self._store_rest(also)
+        await self._publish(batch)
+        return result
+
+    async def _store_rest(
+        self, also: Callable[[Session], T] | None
+    ) -> tuple[T | None, list[RunEvent]]:
+        """Stores every event not stored yet (with ``also``); returns them, unpublished."""
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer  # a background write's failure surfaces here, at a checkpoint
         batch, self._pending = self._pending, []
         if also is None and not batch:
-            return None
+            return None, []
 
         def unit(session: Session) -> T | None:
             result = also(session) if also is not None else None  # its refusal is clearer
@@ -107,8 +125,7 @@ class EventJournal:
         except Exception:
             self._pending[:0] = batch
             raise
-        await self._publish(batch)
-        return result
+        return result, batch
 
     async def end(self, type_: str, data: dict[str, Any], also: Callable[[Session], T]) -> T:
         """Stores the run's terminal event with the rest and ``also``, then publishes it: a
@@ -116,15 +133,23 @@ class EventJournal:
         self._seq += 1
         event = RunEvent(self._seq, type_, data)
         assert event.terminal
-        self._pending.append(event)
         try:
-            result = await self.flush(also)
+            # The writer first: it must not take the terminal event into a batch of its own
+            # and publish it before ``also`` is stored and ``before_end`` has run.
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                await writer
+            self._pending.append(event)
+            result, batch = await self._store_rest(also)
         except BaseException:
             # Neither stored nor published: a later terminal event takes its number.
             if event in self._pending:
                 self._pending.remove(event)
                 self._seq -= 1
             raise
+        if self._before_end is not None:
+            await self._before_end()
+        await self._publish(batch)
         return cast(T, result)
 
 

@@ -31,12 +31,15 @@ result (CTX-20).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from sqlalchemy.orm import Session
 
 from chatmem.context import get_tokenizer
 from chatmem.context.errors import EngineError
@@ -49,15 +52,17 @@ from chatmem.errors import (
     ProviderError,
 )
 from chatmem.models.client import TextDelta, ToolCallEvent, Usage
+from chatmem.models.clients import ModelClients
 from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.types import new_id
 from chatmem.turns.approvals import Approvals
-from chatmem.turns.compaction import ModelClients, run_fold
+from chatmem.turns.compaction import run_fold
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.dbwork import read, work
 from chatmem.turns.inputs import (
+    Calibrations,
     TurnInputs,
     learn_overflow,
     load_inputs,
@@ -75,6 +80,7 @@ log = logging.getLogger(__name__)
 #: runs only when the stored summary came out longer than the engine counted on.
 FOLD_ATTEMPTS = 3
 T = TypeVar("T")
+P = ParamSpec("P")
 #: Counts an answer when a step has no tokenizer of its own (PROV-1).
 _ESTIMATE = get_tokenizer("estimate")
 
@@ -145,9 +151,11 @@ class TurnRunner:
         toolbox_factory: Callable[[], Awaitable[ToolBox]],
         model_factory: Callable[[TurnInputs], Any],
         secrets: Any = None,
-        clients: ModelClients | None = None,
+        clients: ModelClients,
         approvals: Approvals | None = None,
+        calibrations: Calibrations | None = None,
     ) -> None:
+        self._calibrations = calibrations or Calibrations()
         self._secrets = secrets
         self._approvals = approvals or Approvals()
         self._clients = clients
@@ -164,8 +172,10 @@ class TurnRunner:
         self._final: tuple[Callable[[Any], None], dict[str, Any]] | None = None
 
     # -- helpers ----------------------------------------------------------------------------
-    async def _db_call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await work(self._db, fn, *args)
+    async def _db_call(
+        self, fn: Callable[Concatenate[Session, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        return await work(self._db, fn, *args, **kwargs)
 
     async def _race_stop(self, awaitable: Awaitable[T]) -> T:
         """Await ``awaitable`` unless the stop signal fires first (then cancel it)."""
@@ -181,12 +191,10 @@ class TurnRunner:
             task.cancel()
             stopper.cancel()
             raise
-        stopper.cancel()
+        await _cancel_and_wait(stopper)
         if task in done:
             return task.result()
-        task.cancel()
-        with _suppress_all():
-            await task
+        await _cancel_and_wait(task)
         raise _Stopped
 
     async def _store(self, role: str, content: str, **kw: Any) -> str:
@@ -212,7 +220,7 @@ class TurnRunner:
             # run to the same path as a crash (``recovery.interrupt_run``), which the turn
             # service takes right after cancelling: text kept, open tool calls ``unknown``.
             final, self._final = self._final, None
-            with _suppress_all():
+            with contextlib.suppress(Exception):
                 if final is not None:
                     await asyncio.shield(self._checkpoint(*final))
                 else:
@@ -229,7 +237,7 @@ class TurnRunner:
             return "failed"
         finally:
             if toolbox is not None:
-                with _suppress_all():
+                with contextlib.suppress(Exception):
                     await toolbox.aclose()
 
     async def _loop(self, toolbox: ToolBox) -> str | None:
@@ -269,6 +277,7 @@ class TurnRunner:
                 secrets=self._secrets,
                 profile_override=self.job.profile_override,
                 materialize=materialize,
+                calibrations=self._calibrations,
             )
 
         return await read(self._db, load)
@@ -388,7 +397,7 @@ class TurnRunner:
         try:
             await self._db_call(unit)
         except Exception:
-            with _suppress_all():
+            with contextlib.suppress(Exception):
                 await self._db_call(_ledger_row, ledger)
             raise
         self._tally.last_message_id = message_id
@@ -412,7 +421,7 @@ class TurnRunner:
         """PROV-2: the count the provider named (or the least that explains its refusal)
         recalibrates the profile at once (an ``overflow`` ledger row, the cache updated)."""
         factor = await self._db_call(
-            learn_overflow, inputs, error.requested_tokens, self.job.run_id
+            learn_overflow, inputs, error.requested_tokens, self.job.run_id, self._calibrations
         )
         log.info(
             "model %s refused %s estimated tokens as too long (it named %s, window %s); "
@@ -440,7 +449,7 @@ class TurnRunner:
             # Whatever stopped the checkpoint (the conversation was deleted meanwhile), the
             # model call was made: its ledger row is kept on its own.
             if ledger is not None:
-                with _suppress_all():
+                with contextlib.suppress(Exception):
                     await self._db_call(_ledger_row, ledger)
             raise
 
@@ -674,7 +683,7 @@ class TurnRunner:
             await self._journal.end(kind, data, unit)
         except Exception:
             if ledger is not None:
-                with _suppress_all():
+                with contextlib.suppress(Exception):
                     await self._db_call(_ledger_row, ledger)
             raise
 
@@ -699,18 +708,13 @@ def _since(began: float) -> int:
     return round((time.monotonic() - began) * 1000)
 
 
-class _suppress_all:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return exc[0] is not None and not issubclass(exc[0], KeyboardInterrupt)  # type: ignore[arg-type]
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> bool:
-        return self.__exit__(*exc)
+async def _cancel_and_wait(task: asyncio.Future[Any]) -> None:
+    """Cancels a child task and waits until it has ended, without swallowing a cancellation
+    of the caller itself (``asyncio.wait`` raises it; the child's own outcome is dropped)."""
+    task.cancel()
+    await asyncio.wait({task})
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("a cancelled task ended with an error", exc_info=task.exception())
 
 
 def arguments_dict(arguments: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from chatmem.context.values import Mode
 from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunning
+from chatmem.models.clients import ModelClients
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
 from chatmem.store import runs
@@ -39,12 +40,11 @@ from chatmem.store.tables.conversations import File
 from chatmem.store.types import new_id, utcnow
 from chatmem.turns import recovery, usage
 from chatmem.turns.approvals import Approvals, Decision, decide
-from chatmem.turns.compaction import ModelClients
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
 from chatmem.turns.dbwork import quick_work, read, work
 from chatmem.turns.events import RunEvent
-from chatmem.turns.inputs import TurnInputs, load_inputs
+from chatmem.turns.inputs import Calibrations, TurnInputs, load_inputs
 from chatmem.turns.journal import EventJournal, stored_events
 from chatmem.turns.mcp_links import McpPool
 from chatmem.turns.runner import TurnJob, TurnRunner
@@ -70,6 +70,26 @@ class Submitted:
     created: bool
 
 
+@dataclass
+class LiveRun:
+    """A turn running in this process: what the service keeps about it, in one place, from
+    its admission until its task has ended and its lock is released."""
+
+    job: TurnJob
+    #: The conversation lock held for the whole run: (name, token).
+    lock: tuple[str, str]
+    #: The coordinator's live log being opened; awaited before the 202 and by the task.
+    opened: asyncio.Future[None]
+    #: The MCP servers read at admission, handed to the turn's toolbox once.
+    servers: list[Any] | None
+    task: asyncio.Task[None] | None = None
+    released: bool = False
+
+    @property
+    def user_id(self) -> str:
+        return self.job.user_id
+
+
 class TurnService:
     def __init__(
         self,
@@ -80,28 +100,34 @@ class TurnService:
         model_factory: Callable[[TurnInputs], Any] | None = None,
         toolbox_factory: Callable[[], Awaitable[ToolBox]] | None = None,
         secrets: Any = None,
+        policy: EndpointPolicy | None = None,
     ) -> None:
         self.db = db
         self.secrets = secrets
         self.settings = settings
         self.coordinator = coordinator or LocalCoordinator()
-        self.clients = ModelClients(settings)
-        self._model_factory = model_factory or (lambda inputs: self.clients(inputs.target))
+        #: The app's one endpoint policy (SSRF): models and MCP servers alike.
+        self.policy = policy or EndpointPolicy.from_settings(settings)
+        self.clients = ModelClients(
+            self.policy,
+            timeout=settings.model_timeout,
+            max_answer_bytes=settings.max_answer_bytes,  # PROV-5
+        )
+        self._model_factory = model_factory or (lambda inputs: self.clients(inputs.target.endpoint))
         self._toolbox_factory = toolbox_factory or self._default_toolbox
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._locks: dict[str, tuple[str, str]] = {}  # run id -> (lock name, token)
+        #: The turns running in this process, by run id.
+        self._live: dict[str, LiveRun] = {}
         self._background: asyncio.Task[None] | None = None
         self._closing = False
         self.context_cache = ContextCache()
+        #: CTX-2: every profile's calibration factor, for turns and the context endpoint.
+        self.calibrations = Calibrations()
         #: The tool schemas offered in the last turn, for the context endpoint's Tools row
         #: (listing MCP tools on every keystroke would be far too slow).
         self.known_tools: list[dict[str, Any]] = []
-        self._servers: dict[str, list[Any]] = {}  # run id -> MCP servers read at admission
-        self._opening: dict[str, asyncio.Future[None]] = {}  # run id -> coordinator.open_run
-        self._owners: dict[str, str] = {}  # run id -> user id, while the run's task lives
         #: PROV-3: one long-lived session per enabled MCP server, for the app's life.
         self.mcp = McpPool(
-            EndpointPolicy.from_settings(settings),
+            self.policy,
             refresh=settings.mcp_refresh_interval,
             first_wait=settings.mcp_first_wait,
         )
@@ -109,7 +135,13 @@ class TurnService:
         self.approvals = Approvals()
 
     @classmethod
-    def from_settings(cls, db: Database, settings: Settings, secrets: Any = None) -> TurnService:
+    def from_settings(
+        cls,
+        db: Database,
+        settings: Settings,
+        secrets: Any = None,
+        policy: EndpointPolicy | None = None,
+    ) -> TurnService:
         coordinator: Coordinator
         if settings.redis_url:
             from chatmem.turns.redis_coordinator import RedisCoordinator
@@ -117,7 +149,7 @@ class TurnService:
             coordinator = RedisCoordinator(settings.redis_url, heartbeat=settings.replica_heartbeat)
         else:
             coordinator = LocalCoordinator()
-        return cls(db, settings, coordinator, secrets=secrets)
+        return cls(db, settings, coordinator, secrets=secrets, policy=policy)
 
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
@@ -139,7 +171,7 @@ class TurnService:
             self._background.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._background
-        tasks = dict(self._tasks)
+        tasks = {run_id: live.task for run_id, live in self._live.items() if live.task}
         for task in tasks.values():
             task.cancel()
         if tasks:
@@ -157,8 +189,11 @@ class TurnService:
     async def wait_idle(self, timeout: float = 30.0) -> None:
         """Waits until no turn runs in this process (tests, benchmarks)."""
         with anyio.fail_after(timeout):
-            while self._tasks:
-                await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+            while self._live:
+                await asyncio.gather(
+                    *[live.task for live in self._live.values() if live.task],
+                    return_exceptions=True,
+                )
 
     async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await work(self.db, fn, *args, **kwargs)
@@ -173,7 +208,7 @@ class TurnService:
         )
         done: list[str] = []
         for run_id, replica_id, conversation_id in candidates:
-            if run_id in self._tasks or await self.coordinator.replica_alive(replica_id):
+            if run_id in self._live or await self.coordinator.replica_alive(replica_id):
                 continue
             ended = await self._db(recovery.interrupt_run, run_id)
             if ended is not None:
@@ -198,10 +233,11 @@ class TurnService:
             await asyncio.sleep(self.settings.replica_heartbeat)
             ticks += 1
             try:
-                for _run_id, (name, token) in list(self._locks.items()):
-                    await self.coordinator.refresh(name, token, LOCK_TTL)
-                if self._tasks:
-                    await self._db(runs.heartbeat, list(self._tasks), self.coordinator.replica_id)
+                for live in list(self._live.values()):
+                    if not live.released:
+                        await self.coordinator.refresh(*live.lock, LOCK_TTL)
+                if self._live:
+                    await self._db(runs.heartbeat, list(self._live), self.coordinator.replica_id)
                 if self.settings.redis_url and ticks % 3 == 0:
                     await self.recover()
             except Exception:  # a blip must not end the heartbeat
@@ -288,10 +324,11 @@ class TurnService:
         except BaseException:
             await self.coordinator.release(name, token)
             raise
-        self._locks[run_id] = (name, token)
-        self._start(self._job(run_id, user_id, conversation_id, message_id, inputs), servers)
+        live = self._start(
+            self._job(run_id, user_id, conversation_id, message_id, inputs), (name, token), servers
+        )
         # The live log exists before the 202: a watcher that connects next follows it.
-        await asyncio.shield(self._opening[run_id])
+        await asyncio.shield(live.opened)
         return Submitted(run_id, created=True)
 
     @staticmethod
@@ -307,14 +344,17 @@ class TurnService:
             first_inputs=inputs,
         )
 
-    def _start(self, job: TurnJob, servers: list[Any]) -> None:
-        """Starts the turn's task (on the loop)."""
-        self._servers[job.run_id] = servers
-        self._owners[job.run_id] = job.user_id
-        self._opening[job.run_id] = asyncio.ensure_future(self.coordinator.open_run(job.run_id))
-        self._tasks[job.run_id] = asyncio.create_task(
-            self._run(job), name=f"chatmem-turn-{job.run_id}"
+    def _start(self, job: TurnJob, lock: tuple[str, str], servers: list[Any]) -> LiveRun:
+        """Registers the run and starts its task (on the loop)."""
+        live = LiveRun(
+            job,
+            lock=lock,
+            opened=asyncio.ensure_future(self.coordinator.open_run(job.run_id)),
+            servers=servers,
         )
+        self._live[job.run_id] = live
+        live.task = asyncio.create_task(self._run(live), name=f"chatmem-turn-{job.run_id}")
+        return live
 
     @staticmethod
     def _admit(
@@ -352,6 +392,7 @@ class TurnService:
             profile_override=fallback,
             secrets=self.secrets,
             live_only=True,
+            calibrations=self.calibrations,
         )
         servers = (
             load_mcp_servers(session, self.settings, self.secrets) if inputs.mcp_servers else []
@@ -411,50 +452,57 @@ class TurnService:
         )
         return inputs, servers
 
-    async def _run(self, job: TurnJob) -> None:
+    async def _run(self, live: LiveRun) -> None:
+        job = live.job
         try:
-            await self._opening[job.run_id]
-            journal = EventJournal(job.run_id, self.db, self.coordinator)
+            await live.opened
+            journal = EventJournal(
+                job.run_id, self.db, self.coordinator, before_end=lambda: self._release(live)
+            )
             runner = TurnRunner(
                 job,
                 db=self.db,
                 settings=self.settings,
                 coordinator=self.coordinator,
                 journal=journal,
-                toolbox_factory=self._toolbox_for(job.run_id),
+                toolbox_factory=self._toolbox_for(live),
                 model_factory=self._model_factory,
                 secrets=self.secrets,
                 clients=self.clients,
                 approvals=self.approvals,
+                calibrations=self.calibrations,
             )
             await runner.run()
         finally:
             with contextlib.suppress(Exception):
-                await asyncio.shield(self._cleanup(job.run_id))
+                await asyncio.shield(self._cleanup(live))
 
-    def _toolbox_for(self, run_id: str) -> Callable[[], Awaitable[ToolBox]]:
-        servers = self._servers.pop(run_id, None)
+    def _toolbox_for(self, live: LiveRun) -> Callable[[], Awaitable[ToolBox]]:
+        servers, live.servers = live.servers, None
         if self._toolbox_factory != self._default_toolbox:
             return self._toolbox_factory
         return lambda: self._default_toolbox(servers)
 
-    async def _cleanup(self, run_id: str) -> None:
-        self._tasks.pop(run_id, None)
-        self._opening.pop(run_id, None)
-        self._servers.pop(run_id, None)
-        self._owners.pop(run_id, None)
-        held = self._locks.pop(run_id, None)
+    async def _release(self, live: LiveRun) -> None:
+        """Frees the conversation for its next turn (once)."""
+        if not live.released:
+            live.released = True
+            await self.coordinator.release(*live.lock)
+
+    async def _cleanup(self, live: LiveRun) -> None:
+        run_id = live.job.run_id
+        self._live.pop(run_id, None)
         self.coordinator.forget_stop(run_id)
         await self.coordinator.finish_run(run_id)
-        if held is not None:
-            await self.coordinator.release(*held)
+        await self._release(live)
 
     # -- stop and watch ---------------------------------------------------------------------
     async def stop(self, user_id: str, run_id: str) -> dict[str, Any]:
         run = await self._read(runs.owned_run, user_id, run_id)
         if run.status == "running":
             await self.coordinator.request_stop(run_id)
-            task = self._tasks.get(run_id)
+            live = self._live.get(run_id)
+            task = live.task if live is not None else None
             if task is not None:
                 with contextlib.suppress(Exception), anyio.move_on_after(10):
                     await asyncio.shield(task)
@@ -500,10 +548,11 @@ class TurnService:
     def runs_here(self, run_id: str, user_id: str) -> bool:
         """Whether ``run_id`` is a turn of ``user_id`` running in this process (then its
         ownership needs no query; otherwise ask the database)."""
-        return self._owners.get(run_id) == user_id
+        live = self._live.get(run_id)
+        return live is not None and live.user_id == user_id
 
     def active_runs(self) -> list[str]:
-        return list(self._tasks)
+        return list(self._live)
 
 
 def warm_tokenizers() -> None:
@@ -529,6 +578,7 @@ def _compaction_plan(
     focus: str | None,
     secrets: Any = None,
     materialize: bool = False,
+    calibrations: Calibrations | None = None,
 ) -> tuple[TurnInputs, Any]:
     """CTX-11: what "Compress now" would fold (the engine's manual fold), and the inputs."""
     from chatmem import context as engine
@@ -540,6 +590,7 @@ def _compaction_plan(
         with_plan=False,
         secrets=secrets,
         materialize=materialize,
+        calibrations=calibrations,
     )
     if inputs.profile.stateless:
         return inputs, None  # CTX-7: nothing is remembered, so nothing is compressed
@@ -557,7 +608,9 @@ def _compaction_plan(
 async def compaction_price(
     service: TurnService, user_id: str, conversation_id: str, focus: str | None
 ) -> dict[str, Any]:
-    _, request = await service._read(_compaction_plan, user_id, conversation_id, focus)
+    _, request = await service._read(
+        _compaction_plan, user_id, conversation_id, focus, None, False, service.calibrations
+    )
     if request is None:
         return {
             "available": False,
@@ -584,7 +637,13 @@ async def compact_now(
     token = await service._take_lock(user_id, conversation_id, for_turn=False)
     try:
         inputs, request = await service._read(
-            _compaction_plan, user_id, conversation_id, focus, service.secrets, True
+            _compaction_plan,
+            user_id,
+            conversation_id,
+            focus,
+            service.secrets,
+            True,
+            service.calibrations,
         )
         if request is None:
             raise NothingToCompress()

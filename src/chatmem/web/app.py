@@ -50,7 +50,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # Turns: recover runs of dead processes (TURN-3), start the coordinator.
             from chatmem.turns.service import TurnService
 
-            turns = TurnService.from_settings(db, settings, secrets=app.state.secrets)
+            turns = TurnService.from_settings(
+                db, settings, secrets=app.state.secrets, policy=endpoint_policy
+            )
             app.state.turns = turns
             await turns.start()
             try:

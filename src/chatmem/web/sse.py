@@ -1,11 +1,18 @@
-"""A Server-Sent Events response whose first event leaves with the headers."""
+"""A Server-Sent Events response whose first event leaves with the headers, and a run's
+events served as one (:func:`follow`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Mapping
+import asyncio
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
+
+from chatmem.turns.events import RunEvent
+
+#: Seconds of silence on an events stream before a keep-alive comment.
+KEEPALIVE_SECONDS = 15.0
 
 
 class EventStreamResponse(StreamingResponse):
@@ -39,3 +46,46 @@ class EventStreamResponse(StreamingResponse):
             data = chunk if isinstance(chunk, bytes | memoryview) else chunk.encode(self.charset)
             await send({"type": "http.response.body", "body": data, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def follow(
+    events: AsyncIterator[RunEvent], headers: Mapping[str, str] | None = None
+) -> EventStreamResponse:
+    """A run's events as an SSE response: the first one (replayed, or the next live one)
+    leaves with the headers; keep-alive comments fill quiet stretches (a slow tool); the
+    stream ends after ``done`` or ``error``."""
+    first = await anext(events, None)
+
+    async def stream() -> AsyncIterator[str]:
+        if first is None or first.terminal:
+            return
+        # A pump task feeds a queue so a quiet stretch can send keep-alive comments without
+        # cancelling the event iterator.
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for event in events:
+                    await queue.put(event)
+            finally:
+                await queue.put(None)
+
+        task = asyncio.create_task(pump())
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
+                    continue
+                if item is None:
+                    return
+                yield item.sse()
+        finally:
+            task.cancel()
+
+    return EventStreamResponse(
+        first.sse() if first is not None else None,
+        stream(),
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
+    )

@@ -38,6 +38,7 @@ async def get_context(
         conversation_id,
         draft,
         turns.known_tools,
+        turns.calibrations,
     )
     # Serialised directly (the generic encoder walks 10,000 statuses one by one), with the
     # status map encoded once per plan.
@@ -64,4 +65,5 @@ async def get_profile_context(
         draft,
         mode,
         turns.known_tools,
+        turns.calibrations,
     )

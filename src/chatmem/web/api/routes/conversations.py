@@ -9,8 +9,9 @@ from fastapi import APIRouter, Query, Response
 from chatmem.bounds import MAX_INT
 from chatmem.context.values import Mode
 from chatmem.errors import InvalidInput, NotFound
+from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
-from chatmem.store.engine import engine_profile_for, profile_visible
+from chatmem.store.profiles import profile_visible
 from chatmem.store.quotas import Limits
 from chatmem.web.api.schemas import Body, WholeNumber, conversation_public, evicted_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep

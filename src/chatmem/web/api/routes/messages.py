@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from chatmem.bounds import MAX_INT
+from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
 from chatmem.store import messages as store_messages
 from chatmem.store.engine import latest_summary, memory_status
@@ -50,7 +51,8 @@ def list_messages(
     """The whole history by default (STORE-2), each message with its status (CTX-14);
     ``after_seq``/``limit`` page through very long conversations."""
     conversation = store.owned_conversation(session, user, conversation_id)
-    status, file_status, column = memory_status(session, conversation)
+    profile = engine_profile_for(session, conversation)
+    status, file_status, column = memory_status(session, conversation, profile)
     rows = store_messages.history(session, conversation.id, after_seq=after_seq, limit=limit)
     summary = latest_summary(session, conversation.id)
     more = limit is not None and len(rows) == limit

@@ -26,6 +26,7 @@ from chatmem.errors import EndpointNotAllowed, ProviderError
 from chatmem.models import profiles as repo
 from chatmem.models.client import ModelClient, RetryPolicy
 from chatmem.models.prices import MAX_PRICE_PER_MTOK
+from chatmem.store.profiles import visible_profiles
 from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_DEFAULT,
     CONTEXT_WINDOW_MAX,
@@ -128,7 +129,7 @@ _NULLABLE = {
 
 @router.get("")
 def list_profiles(user: CurrentUser, session: DbSession) -> dict[str, Any]:
-    return {"items": [repo.public_view(p, user) for p in repo.visible_profiles(session, user)]}
+    return {"items": [repo.public_view(p, user) for p in visible_profiles(session, user.id)]}
 
 
 @router.post("", status_code=201)
@@ -163,8 +164,7 @@ def change_profile(
         for name in body.model_fields_set
         if getattr(body, name) is not None or name in _NULLABLE
     }
-    repo.update_profile(session, user, row, secrets, policy, changes)
-    return repo.public_view(row, user)
+    return repo.public_view(repo.update_profile(session, user, row, secrets, policy, changes), user)
 
 
 @router.delete("/{profile_id}", status_code=204)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -11,14 +9,11 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from chatmem.bounds import MAX_INT
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store import runs
-from chatmem.turns.events import RunEvent
 from chatmem.web.api.routes.turns import UserId, short_read, turn_service
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
-from chatmem.web.sse import EventStreamResponse
+from chatmem.web.sse import EventStreamResponse, follow
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
-
-KEEPALIVE_SECONDS = 15.0
 
 
 @router.get("/{run_id}")
@@ -112,41 +107,4 @@ async def run_events(
     """SSE: replays stored events after ``Last-Event-ID`` (or ``?after=``), then follows live;
     ends after ``done`` or ``error``."""
     cursor = _cursor(last_event_id if last_event_id is not None else after)
-    service = turn_service(request)
-    events = service.watch(user_id, run_id, cursor, owner_checked=True)
-    # The first event (replayed, or the next live one) leaves with the headers.
-    first = await anext(events, None)
-
-    async def stream() -> AsyncIterator[str]:
-        if first is None or first.terminal:
-            return
-        # A pump task feeds a queue so a quiet stretch (a slow tool) can send keep-alive
-        # comments without cancelling the event iterator.
-        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-
-        async def pump() -> None:
-            try:
-                async for event in events:
-                    await queue.put(event)
-            finally:
-                await queue.put(None)
-
-        task = asyncio.create_task(pump())
-        try:
-            while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-                except TimeoutError:
-                    yield ": keep-alive\n\n"
-                    continue
-                if item is None:
-                    return
-                yield item.sse()
-        finally:
-            task.cancel()
-
-    return EventStreamResponse(
-        first.sse() if first is not None else None,
-        stream(),
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return await follow(turn_service(request).watch(user_id, run_id, cursor, owner_checked=True))

@@ -7,13 +7,14 @@ from typing import Annotated, Any, TypeVar
 
 import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from chatmem.store import runs
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.turns.service import TurnService
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
+from chatmem.web.sse import follow
 
 T = TypeVar("T")
 
@@ -60,22 +61,42 @@ def turn_service(request: Request) -> TurnService:
     return turns
 
 
-@router.post("/{conversation_id}/turns", status_code=202)
+@router.post(
+    "/{conversation_id}/turns",
+    status_code=202,
+    responses={
+        200: {
+            "description": "With `Accept: text/event-stream`: the run's events (as `GET "
+            "/api/v1/runs/{id}/events`), its id in `X-Chatmem-Run-Id`",
+            "content": {"text/event-stream": {}},
+        }
+    },
+)
 async def start_turn(
     conversation_id: str,
     body: TurnCreate,
     request: Request,
     user_id: UserId,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
-) -> JSONResponse:
-    """Stores the message and starts the turn as a server-owned task; answers 202 at once."""
-    submitted = await turn_service(request).submit(
+) -> Response:
+    """Stores the message and starts the turn as a server-owned task; answers 202 at once
+    with its run id.  With ``Accept: text/event-stream`` it answers with the run's events
+    instead, in the same response (one request to the first token); the run stays the
+    server's: a client that goes away stops nothing, and may follow it again with ``GET
+    /api/v1/runs/{id}/events``."""
+    service = turn_service(request)
+    submitted = await service.submit(
         user_id,
         conversation_id,
         body.content,
         file_ids=body.file_ids,
         idempotency_key=idempotency_key or None,
     )
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return await follow(
+            service.watch(user_id, submitted.run_id, 0, owner_checked=True),
+            headers={"X-Chatmem-Run-Id": submitted.run_id},
+        )
     return JSONResponse({"run_id": submitted.run_id, "created": submitted.created}, status_code=202)
 
 

@@ -1,0 +1,73 @@
+"""The app's model clients: connection pools shared per base URL, bounded.
+
+Opening a pool builds a TLS context and costs tens of milliseconds — more than the whole
+server overhead allowed on the way to the first token — so pools outlive turns.  A pool is
+keyed by the endpoint's base URL (and whether its host is concealed, SEC-4), never by its API
+key: the key travels with each request (:class:`~chatmem.models.client.ModelClient`), so no
+plaintext key is a dictionary key and profiles on one server share its connections.  At most
+``size`` pools are kept; the least recently used one is retired (closed once its requests in
+flight have ended).  The turn service owns one and closes it on shutdown.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from chatmem.errors import ProviderError
+from chatmem.models.client import ModelClient, ModelEndpoint, SharedHttp, http_pool
+from chatmem.models.ssrf import EndpointPolicy
+
+MAX_POOLS = 64
+
+
+class ModelClients:
+    def __init__(
+        self,
+        policy: EndpointPolicy,
+        *,
+        timeout: float,
+        max_answer_bytes: int | None = None,
+        size: int = MAX_POOLS,
+    ) -> None:
+        self._policy = policy
+        self._timeout = timeout
+        self._max_answer_bytes = max_answer_bytes
+        self._size = size
+        self._pools: OrderedDict[tuple[str, bool], SharedHttp] = OrderedDict()
+        self._retiring: list[SharedHttp] = []
+
+    def __call__(self, endpoint: ModelEndpoint | None) -> ModelClient:
+        if endpoint is None:
+            raise ProviderError(
+                "This conversation has no model profile: choose a model for it first."
+            )
+        key = (endpoint.base_url.rstrip("/"), endpoint.conceal)
+        pool = self._pools.get(key)
+        if pool is None:
+            policy = self._policy.concealed() if endpoint.conceal else self._policy
+            pool = self._pools[key] = SharedHttp(http_pool(policy, timeout=self._timeout))
+            while len(self._pools) > self._size:
+                _, oldest = self._pools.popitem(last=False)
+                self._retiring.append(oldest)
+        else:
+            self._pools.move_to_end(key)
+        if self._retiring:
+            retiring, self._retiring = self._retiring, []
+            for old in retiring:
+                old.retire_soon()
+        return ModelClient(
+            endpoint,
+            self._policy,
+            timeout=self._timeout,
+            max_answer_bytes=self._max_answer_bytes,
+            shared=pool,
+        )
+
+    def __len__(self) -> int:
+        return len(self._pools)
+
+    async def aclose(self) -> None:
+        pools, self._pools = list(self._pools.values()), OrderedDict()
+        for pool in pools + self._retiring:
+            await pool.retire()
+        self._retiring = []

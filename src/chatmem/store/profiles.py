@@ -1,0 +1,117 @@
+"""Reading model profiles (PROF-1): one frozen :class:`ProfileRecord` for every reader.
+
+A profile is read as a record of its stored columns, whoever reads it: the profiles room
+(:mod:`chatmem.models.profiles`: the API's views, the engine's and the client's), the turn
+path and the context endpoint.  The ORM row (:class:`~chatmem.store.tables.profiles.
+ModelProfile`) stays inside the writes.  The turn path's statements are built once and run
+on the Core connection: they run at every turn step and every keystroke of the context
+endpoint.
+
+Visibility (STORE-1): a user may use their own profiles and every ``shared`` one; anything
+else answers exactly like a missing id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, or_, select
+from sqlalchemy.orm import Session
+
+from chatmem.store.db import connection_of
+from chatmem.store.tables.profiles import ModelProfile
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRecord:
+    """A model profile as stored (every column of ``profiles``)."""
+
+    id: str
+    user_id: str | None
+    shared: bool
+    name: str
+    base_url: str
+    model: str
+    api_key_ciphertext: bytes | None
+    context_window: int
+    answer_reserve: int | None  # None: the window's default (CTX-22)
+    tokenizer: str
+    input_price_per_mtok: float | None
+    output_price_per_mtok: float | None
+    free: bool
+    stateless: bool
+    accepts_images: bool
+    summarizer_profile_id: str | None
+    # The memory knobs (CTX-22); None: the engine's default.
+    economy_pairs: int | None
+    economy_batch: int | None
+    full_threshold_fraction: float | None
+    full_threshold_cap: int | None
+    full_keep_messages: int | None
+    window_messages: int | None
+    window_chars: int | None
+    instructions_role: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    def visible_to(self, user_id: str) -> bool:
+        """Whether a user may use the profile: their own, or a shared one (STORE-1)."""
+        return bool(self.shared or self.user_id == user_id)
+
+
+#: The record's fields, which are the table's columns.
+PROFILE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ProfileRecord))
+if set(PROFILE_FIELDS) != {c.name for c in ModelProfile.__table__.c}:  # pragma: no cover
+    raise RuntimeError("ProfileRecord must have exactly the columns of ModelProfile")
+
+#: The columns to select for a record, in the record's order.
+PROFILE_COLUMNS: tuple[Any, ...] = tuple(getattr(ModelProfile, name) for name in PROFILE_FIELDS)
+
+
+def profile_record(row: ModelProfile) -> ProfileRecord:
+    """The record of an ORM row (after a write)."""
+    return ProfileRecord(*(getattr(row, name) for name in PROFILE_FIELDS))
+
+
+def profile_from_columns(mapping: Mapping[Any, Any], prefix: str = "") -> ProfileRecord | None:
+    """The record of a profile read with other columns under ``prefix`` + the column names
+    (None when the outer join found no profile)."""
+    if mapping[f"{prefix}id"] is None:
+        return None
+    return ProfileRecord(*(mapping[prefix + name] for name in PROFILE_FIELDS))
+
+
+_PROFILE = select(*PROFILE_COLUMNS).where(ModelProfile.id == bindparam("pid"))
+
+
+def profile_by_id(session: Session | Connection, profile_id: str) -> ProfileRecord | None:
+    """The profile, whoever may use it (the caller checks: :meth:`ProfileRecord.visible_to`)."""
+    row = connection_of(session).execute(_PROFILE, {"pid": profile_id}).first()
+    return None if row is None else ProfileRecord(*row)
+
+
+def visible_profile(
+    session: Session | Connection, user_id: str, profile_id: str
+) -> ProfileRecord | None:
+    """The profile if the user may use it (their own or a shared one), else None."""
+    record = profile_by_id(session, profile_id)
+    return record if record is not None and record.visible_to(user_id) else None
+
+
+def profile_visible(session: Session | Connection, user_id: str, profile_id: str) -> bool:
+    """Whether ``profile_id`` names a profile this user may use; conversations refuse anything
+    else with ``not_found`` (STORE-1)."""
+    return visible_profile(session, user_id, profile_id) is not None
+
+
+def visible_profiles(session: Session, user_id: str) -> list[ProfileRecord]:
+    """The user's own profiles and the shared ones, shared first then by name."""
+    rows = session.execute(
+        select(*PROFILE_COLUMNS)
+        .where(or_(ModelProfile.user_id == user_id, ModelProfile.shared.is_(True)))
+        .order_by(ModelProfile.shared.desc(), ModelProfile.name, ModelProfile.created_at)
+    )
+    return [ProfileRecord(*row) for row in rows]
