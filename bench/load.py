@@ -14,8 +14,9 @@ the peer and the provider are three processes, as deployed:
 * **chatmem/SQLite**, **chatmem/PostgreSQL** — ``chatmem serve`` on a fresh SQLite file, and on a
   fresh PostgreSQL database (``CHATMEM_BENCH_POSTGRES_URL``, default
   ``postgresql://postgres@127.0.0.1:5432/test``; skipped when unreachable).  A chatmem turn is
-  ``POST …/turns`` then ``GET /api/v1/runs/{id}/events`` to its ``done``; one conversation per
-  client, since a conversation runs one turn at a time.
+  ``POST …/turns`` with ``Accept: text/event-stream``, read to its ``done`` (the one-request
+  path; on a server without it, ``POST …/turns`` then ``GET /api/v1/runs/{id}/events``); one
+  conversation per client, since a conversation runs one turn at a time.
 
 Figures: TTFT p50 over sequential turns (request → first content delta) and its overhead over
 the provider's; for chatmem also the one-request path (``POST …/turns`` with ``Accept:
@@ -550,16 +551,20 @@ async def timed_turn(
 
 async def load(peer: Peer, clients: int, turns_each: int) -> Load:
     """``clients`` concurrent streams, each doing ``turns_each`` turns one after another
-    (chatmem: each client in its own conversation)."""
+    (chatmem: each client in its own conversation, on the one-request path when the server
+    has it)."""
     result = Load()
     async with async_client(clients + 10) as client:
         conversations = [""] * clients
         if peer.kind == "chatmem":
             conversations = await new_conversations(client, peer, clients)
 
+        # chatmem: the one-request path when the server has it (as for the TTFT bar).
+        one_request = peer.figures.one_request_path
+
         async def worker(conversation: str) -> None:
             for _ in range(turns_each):
-                await timed_turn(client, peer, conversation, result)
+                await timed_turn(client, peer, conversation, result, one_request=one_request)
 
         started = time.perf_counter()
         await asyncio.gather(*(worker(c) for c in conversations))

@@ -74,13 +74,23 @@ async def follow(
         try:
             while True:
                 try:
-                    item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                    async with asyncio.timeout(KEEPALIVE_SECONDS):
+                        item = await queue.get()
                 except TimeoutError:
                     yield ": keep-alive\n\n"
                     continue
+                # Every event already waiting leaves in the same write (a stored batch is
+                # published at once): one send for the lot, not one per token.
+                frames: list[str] = []
+                while item is not None:
+                    frames.append(item.sse())
+                    if queue.empty():
+                        break
+                    item = queue.get_nowait()
+                if frames:
+                    yield "".join(frames)
                 if item is None:
                     return
-                yield item.sse()
         finally:
             task.cancel()
 
