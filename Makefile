@@ -27,11 +27,15 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-100} $(BIN)/python -m pytest -s tests/api/test_fuzz.py $(PYTEST_ARGS)
 
-# bench/load.py also measures the LiteLLM proxy (the `peers` extra, installed here only).
-PEERS_STAMP := $(VENV)/.installed-peers
+# bench/load.py also measures the LiteLLM proxy, in a virtualenv of its own: litellm[proxy]
+# pins versions chatmem's own dependencies have outgrown (rich < 14, among others).
+PEERS := .venv-peers
+PEERS_STAMP := $(PEERS)/.installed
 
-$(PEERS_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,bench,peers]'
+$(PEERS_STAMP):
+	$(PY) -m venv $(PEERS)
+	$(PEERS)/bin/pip install --quiet --upgrade pip
+	$(PEERS)/bin/pip install --quiet 'litellm[proxy]>=1.50'
 	touch $(PEERS_STAMP)
 
 bench: $(STAMP) $(PEERS_STAMP)
@@ -41,6 +45,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/vulture src vulture_whitelist.py --min-confidence 60
 
 clean:
-	rm -rf $(VENV) .chatmem .pytest_cache
+	rm -rf $(VENV) $(PEERS) .chatmem .pytest_cache

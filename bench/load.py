@@ -9,8 +9,8 @@ the peer and the provider are three processes, as deployed:
   measured against.
 * **bare proxy** — ``bench/_bare_proxy.py``, a Starlette app relaying the provider's streamed
   bytes with httpx: the physical limit of one HTTP hop.
-* **LiteLLM** — ``litellm --config …`` (the ``peers`` extra); skipped with its reason when it is
-  not installed or does not start.
+* **LiteLLM** — ``litellm --config …`` from a virtualenv of its own (``.venv-peers``, made by
+  ``make bench``); skipped with its reason when it is not installed or does not start.
 * **chatmem/SQLite**, **chatmem/PostgreSQL** — ``chatmem serve`` on a fresh SQLite file, and on a
   fresh PostgreSQL database (``CHATMEM_BENCH_POSTGRES_URL``, default
   ``postgresql://postgres@127.0.0.1:5432/test``; skipped when unreachable).  A chatmem turn is
@@ -34,7 +34,6 @@ import argparse
 import asyncio
 import collections
 import contextlib
-import importlib.util
 import json
 import os
 import secrets
@@ -58,6 +57,7 @@ from tests.support.serve import ServeProcess, free_port, stop_process  # noqa: E
 from chatmem.store import accounts  # noqa: E402
 from chatmem.store.db import Database, normalize_url  # noqa: E402
 
+LITELLM_VENV = Path(os.environ.get("CHATMEM_BENCH_LITELLM_VENV", ROOT / ".venv-peers"))
 PG_ADMIN_URL = os.environ.get(
     "CHATMEM_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
@@ -282,12 +282,11 @@ def bare_proxy(model: RemoteModelServer, tmp: Path) -> Iterator[Peer]:
 
 @contextlib.contextmanager
 def litellm_proxy(model: RemoteModelServer, tmp: Path) -> Iterator[Peer]:
-    # Not imported here: importing litellm fetches its price table from the internet.
-    if importlib.util.find_spec("litellm") is None:
-        raise PeerFailed("litellm is not installed (pip install -e '.[peers]')")
-    executable = Path(sys.executable).with_name("litellm")
+    # LiteLLM lives in a virtualenv of its own (``make bench`` makes it: its proxy pins
+    # versions chatmem's dependencies have outgrown); never imported here.
+    executable = LITELLM_VENV / "bin" / "litellm"
     if not executable.exists():
-        raise PeerFailed(f"no {executable}")
+        raise PeerFailed(f"not installed: no {executable} (make bench installs it)")
     key = "sk-" + secrets.token_hex(24)
     config = tmp / "litellm.yaml"
     config.write_text(

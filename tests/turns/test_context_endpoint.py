@@ -24,7 +24,7 @@ def _fresh_plan(chat: Chat, draft: str, mode: str) -> dict[str, object]:
             target.engine_profile,
             mode=mode,  # type: ignore[arg-type]
             draft=draft or None,
-            tokenizer=calibrated_tokenizer(session, target),
+            tokenizer=calibrated_tokenizer(session, target, None),
         )
         return plan.to_dict()  # type: ignore[no-any-return]
 

@@ -16,22 +16,18 @@ from collections import OrderedDict
 from chatmem.errors import ProviderError
 from chatmem.models.client import ModelClient, ModelEndpoint, SharedHttp, http_pool
 from chatmem.models.ssrf import EndpointPolicy
+from chatmem.settings import Settings
 
 MAX_POOLS = 64
 
 
 class ModelClients:
     def __init__(
-        self,
-        policy: EndpointPolicy,
-        *,
-        timeout: float,
-        max_answer_bytes: int | None = None,
-        size: int = MAX_POOLS,
+        self, policy: EndpointPolicy, settings: Settings, *, size: int = MAX_POOLS
     ) -> None:
         self._policy = policy
-        self._timeout = timeout
-        self._max_answer_bytes = max_answer_bytes
+        #: Read at each use: the model timeout and the answer bound (PROV-5) apply as set.
+        self._settings = settings
         self._size = size
         self._pools: OrderedDict[tuple[str, bool], SharedHttp] = OrderedDict()
         self._retiring: list[SharedHttp] = []
@@ -45,7 +41,9 @@ class ModelClients:
         pool = self._pools.get(key)
         if pool is None:
             policy = self._policy.concealed() if endpoint.conceal else self._policy
-            pool = self._pools[key] = SharedHttp(http_pool(policy, timeout=self._timeout))
+            pool = self._pools[key] = SharedHttp(
+                http_pool(policy, timeout=self._settings.model_timeout)
+            )
             while len(self._pools) > self._size:
                 _, oldest = self._pools.popitem(last=False)
                 self._retiring.append(oldest)
@@ -58,8 +56,8 @@ class ModelClients:
         return ModelClient(
             endpoint,
             self._policy,
-            timeout=self._timeout,
-            max_answer_bytes=self._max_answer_bytes,
+            timeout=self._settings.model_timeout,
+            max_answer_bytes=self._settings.max_answer_bytes,
             shared=pool,
         )
 

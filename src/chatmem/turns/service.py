@@ -108,11 +108,7 @@ class TurnService:
         self.coordinator = coordinator or LocalCoordinator()
         #: The app's one endpoint policy (SSRF): models and MCP servers alike.
         self.policy = policy or EndpointPolicy.from_settings(settings)
-        self.clients = ModelClients(
-            self.policy,
-            timeout=settings.model_timeout,
-            max_answer_bytes=settings.max_answer_bytes,  # PROV-5
-        )
+        self.clients = ModelClients(self.policy, settings)
         self._model_factory = model_factory or (lambda inputs: self.clients(inputs.target.endpoint))
         self._toolbox_factory = toolbox_factory or self._default_toolbox
         #: The turns running in this process, by run id.
