@@ -588,9 +588,9 @@ def test_ctx19_history_over_the_window_is_sendable_after_compaction() -> None:
 def test_ctx19_a_draft_too_big_even_after_compaction_is_not_sendable() -> None:
     history = cached(pairs(30), 1_200)
     result = plan(conv(history), Profile(), mode="full", draft="word " * 40_000)
-    assert not result.sendable
+    assert not result.fits
     with pytest.raises(DoesNotFit):
-        result.require_sendable()
+        result.require_fit()
 
 
 @pytest.mark.parametrize("role", ["system", "developer", "user"])

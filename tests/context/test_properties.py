@@ -63,8 +63,6 @@ def test_a_plan_that_fits_never_exceeds_the_window_minus_the_reserve(
     t = result.tokens
     if result.fits:
         assert t.used <= t.window - t.reserve
-    # sendable only widens fits by a planned compaction (CTX-19)
-    assert result.sendable == result.fits or (result.sendable and result.compaction.needed)
     assert t.free >= 0
     assert t.used == t.instructions + t.tools + t.summary + t.messages + t.files + t.images
 

@@ -15,7 +15,7 @@ from chatmem.context.values import ToolCall
 from chatmem.store import accounts, files, messages
 from chatmem.store.conversations import create_conversation, create_folder
 from chatmem.store.db import Database
-from chatmem.store.exchange.exporter import export_bytes
+from chatmem.store.exchange.exporter import export_stream
 from chatmem.store.quotas import UNLIMITED
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import TOKEN_COLUMNS, Conversation, Message, Summary
@@ -129,7 +129,7 @@ def rich_conversation(
 
 def exported(db: Database, conversation_ids: list[str]) -> list[dict[str, Any]]:
     with db.session() as session:
-        document = json.loads(export_bytes(session, conversation_ids))
+        document = json.loads(b"".join(export_stream(session, conversation_ids)))
     assert document["format"] == "chatmem.export/1"
     return document["conversations"]  # type: ignore[no-any-return]
 

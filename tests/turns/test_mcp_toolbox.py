@@ -44,7 +44,8 @@ def test_tools_are_listed_as_openai_function_schemas_TURN_4(mcp: McpServerProces
         "a",
         "b",
     }
-    assert box.server_for("add") == "s1"
+    route = box.route("add")
+    assert route is not None and route.server_id == "s1"
 
 
 def test_a_server_refusing_our_credentials_offers_no_tools(mcp: McpServerProcess) -> None:

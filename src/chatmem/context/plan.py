@@ -162,8 +162,6 @@ class Plan:
     #: The request fits the window, after the planned fold when there is one (CTX-21):
     #: admission is exactly this.
     fits: bool
-    #: The same as ``fits`` (kept for callers of the older name).
-    sendable: bool
     messages: tuple[dict[str, Any], ...]
     status: Mapping[str, MessageStatus]
     files: Mapping[str, FileStatus]
@@ -221,8 +219,6 @@ class Plan:
             raise DoesNotFit(
                 needed=self.tokens.used + self.tokens.reserve, available=self.tokens.window
             )
-
-    require_sendable = require_fit
 
 
 def file_block(file: File, role: InstructionsRole = "system") -> dict[str, str]:
@@ -488,7 +484,6 @@ def _plan(
     return Plan(
         mode=mode,
         fits=fits,
-        sendable=fits,
         messages=tuple(sent),
         status=status,
         files=file_statuses,

@@ -102,9 +102,6 @@ class SecretBox:
             ) from None
         return plain.decode("utf-8")
 
-    def encrypt_optional(self, plaintext: str | None, aad: str) -> bytes | None:
-        return None if plaintext is None else self.encrypt(plaintext, aad)
-
     def decrypt_optional(self, blob: bytes | None, aad: str) -> str | None:
         return None if blob is None else self.decrypt(blob, aad)
 

@@ -68,12 +68,6 @@ def count_users(session: Session) -> int:
     return session.scalar(select(func.count()).select_from(User)) or 0
 
 
-def set_password(user: User, password: str) -> None:
-    if not password:
-        raise InvalidInput("The password must not be empty.")
-    user.password_hash = hash_password(password)
-
-
 _PASSWORD_OF = select(User.id, User.password_hash).where(User.name == bindparam("name"))
 
 
@@ -116,11 +110,6 @@ def user_id_for_api_token(db: Session | Connection, token: str) -> str | None:
         connection_of(db).execute(_USER_ID_FOR_TOKEN, {"digest": digest(token)}).scalar()
     )
     return found
-
-
-def user_for_api_token(session: Session, token: str) -> User | None:
-    user_id = user_id_for_api_token(session, token)
-    return session.get(User, user_id) if user_id is not None else None
 
 
 # --- Browser sessions --------------------------------------------------------------------

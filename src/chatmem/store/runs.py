@@ -21,15 +21,26 @@ from chatmem.errors import Conflict, NotFound
 from chatmem.store.db import connection_of
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
-from chatmem.store.tables.runs import ExtensionRequest, Run, RunEventRow, ToolCallRow, UsageRow
+from chatmem.store.tables.runs import (
+    RUN_STATUSES,
+    TOOL_DECISIONS,
+    TOOL_STATUSES,
+    USAGE_KINDS,
+    ExtensionRequest,
+    Run,
+    RunEventRow,
+    ToolCallRow,
+    UsageRow,
+)
 from chatmem.store.types import iso, new_id, utcnow
 
-FINISHED_STATUSES = frozenset({"completed", "stopped", "interrupted", "failed"})
+FINISHED_STATUSES = frozenset(RUN_STATUSES) - {"running"}
 
 
 @dataclass(frozen=True, slots=True)
 class RunRecord:
-    """One run as stored (the ``runs`` row, read once)."""
+    """One run as stored (the ``runs`` row, read once; ``heartbeat_at`` is for operators
+    and is not read back)."""
 
     id: str
     conversation_id: str
@@ -42,7 +53,6 @@ class RunRecord:
     error_message: str | None
     note: str | None
     replica_id: str | None
-    heartbeat_at: datetime | None
     last_seq: int
     prompt_tokens: int
     completion_tokens: int
@@ -307,6 +317,7 @@ def tool_started(
 def tool_finished(
     session: Session, row_id: str, status: str, result: str, duration_ms: int | None = None
 ) -> None:
+    assert status in TOOL_STATUSES
     session.execute(
         update(ToolCallRow)
         .where(ToolCallRow.id == row_id)
@@ -331,6 +342,7 @@ def record_decision(
     """PROV-6: writes the user's answer on the latest call ``call_id`` of their run, by one
     conditional update (only a row still ``waiting`` with no decision takes one); returns the
     run.  Repeating the same answer is harmless; a different or late one is a ``Conflict``."""
+    assert decision in TOOL_DECISIONS
     run = owned_run(session, user_id, run_id)
     row = session.execute(
         select(ToolCallRow.id)
@@ -425,14 +437,6 @@ def tool_call_public(row: ToolCallRow, user_name: str | None) -> dict[str, Any]:
     }
 
 
-def run_tool_calls(session: Session, run_id: str) -> list[ToolCallRow]:
-    return list(
-        session.scalars(
-            select(ToolCallRow).where(ToolCallRow.run_id == run_id).order_by(ToolCallRow.started_at)
-        )
-    )
-
-
 # --- usage ledger (USE-1) -----------------------------------------------------------------
 
 
@@ -454,6 +458,7 @@ def record_usage(
     """One ledger row (USE-1).  ``estimated``: the provider reported no usage and the tokens
     were counted by chatmem (PROV-1).  An ``overflow`` row (PROV-2) is not a billed call: it
     is not added to the run's totals."""
+    assert kind in USAGE_KINDS
     # Prepared Core statements: this is in every answer's checkpoint.
     connection = session.connection()
     connection.execute(
@@ -478,15 +483,6 @@ def record_usage(
             _ADD_RUN_USAGE,
             {"rid": run_id, "prompt": prompt_tokens, "completion": completion_tokens, "add": cost},
         )
-
-
-def conversation_cost(session: Session, conversation_id: str) -> float:
-    value = session.scalar(
-        select(func.coalesce(func.sum(UsageRow.cost), 0.0)).where(
-            UsageRow.conversation_id == conversation_id
-        )
-    )
-    return float(value or 0.0)
 
 
 #: How many recent answers the calibration looks at (CTX-2).

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-EventType = Literal["delta", "tool_call", "approval", "tool_result", "compaction", "done", "error"]
-
-#: After one of these nothing more is emitted for the run; watchers stop.
+#: After one of these nothing more is emitted for the run; watchers stop.  (The other types:
+#: ``delta``, ``tool_call``, ``approval``, ``tool_result``, ``compaction``.)
 TERMINAL: frozenset[str] = frozenset({"done", "error"})
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -398,7 +397,7 @@ class TurnRunner:
             await self._db_call(unit)
         except Exception:
             with contextlib.suppress(Exception):
-                await self._db_call(_ledger_row, ledger)
+                await self._db_call(runs.record_usage, **ledger)
             raise
         self._tally.last_message_id = message_id
 
@@ -410,7 +409,7 @@ class TurnRunner:
             client.probe(inputs.plan.messages, tools=inputs.tools or None)
         )
         ledger = self._usage(inputs, usage, "probe")
-        await self._db_call(_ledger_row, ledger)
+        await self._db_call(runs.record_usage, **ledger)
         raise ProviderError(
             "The model API answered with an empty stream, although it accepts this request "
             "without streaming. Send the message again; if this repeats, check the model "
@@ -450,7 +449,7 @@ class TurnRunner:
             # model call was made: its ledger row is kept on its own.
             if ledger is not None:
                 with contextlib.suppress(Exception):
-                    await self._db_call(_ledger_row, ledger)
+                    await self._db_call(runs.record_usage, **ledger)
             raise
 
     def _usage(
@@ -529,20 +528,18 @@ class TurnRunner:
         )
         ask = route is not None and route.ask_first
         row_id = await self._db_call(
-            _tool_started_row,
-            dict(
-                run_id=self.job.run_id,
-                conversation_id=self.job.conversation_id,
-                call_id=call.id,
-                name=call.name,
-                arguments=call.arguments,
-                message_id=self._tally.last_message_id,
-                server_id=route.server_id if route else None,
-                server_name=route.server_name if route else None,
-                tool=route.tool if route else None,
-                user_id=self.job.user_id,
-                status="waiting" if ask else "started",
-            ),
+            runs.tool_started,
+            run_id=self.job.run_id,
+            conversation_id=self.job.conversation_id,
+            call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            message_id=self._tally.last_message_id,
+            server_id=route.server_id if route else None,
+            server_name=route.server_name if route else None,
+            tool=route.tool if route else None,
+            user_id=self.job.user_id,
+            status="waiting" if ask else "started",
         )
         await self._journal.flush()
         if ask and route is not None and not await self._approved(call, route, row_id):
@@ -622,7 +619,7 @@ class TurnRunner:
                 "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
             )
         if row_id is not None:
-            await self._db_call(_tool_finished_row, row_id, status, text, duration_ms)
+            await self._db_call(runs.tool_finished, row_id, status, text, duration_ms)
         await self._journal.emit(
             "tool_result",
             {
@@ -684,23 +681,8 @@ class TurnRunner:
         except Exception:
             if ledger is not None:
                 with contextlib.suppress(Exception):
-                    await self._db_call(_ledger_row, ledger)
+                    await self._db_call(runs.record_usage, **ledger)
             raise
-
-
-# Small adapters so ``_db_call`` can pass keyword data through a worker thread.
-def _ledger_row(session: Any, data: dict[str, Any]) -> None:
-    runs.record_usage(session, **data)
-
-
-def _tool_started_row(session: Any, data: dict[str, Any]) -> str:
-    return runs.tool_started(session, **data)
-
-
-def _tool_finished_row(
-    session: Any, row_id: str, status: str, result: str, duration_ms: int | None
-) -> None:
-    runs.tool_finished(session, row_id, status, result, duration_ms)
 
 
 def _since(began: float) -> int:
@@ -715,11 +697,3 @@ async def _cancel_and_wait(task: asyncio.Future[Any]) -> None:
     await asyncio.wait({task})
     if not task.cancelled() and task.exception() is not None:
         log.debug("a cancelled task ended with an error", exc_info=task.exception())
-
-
-def arguments_dict(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}

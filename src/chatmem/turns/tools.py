@@ -91,10 +91,6 @@ class ToolBox:
     def route(self, name: str) -> ToolRoute | None:
         return None
 
-    def server_for(self, name: str) -> str | None:
-        route = self.route(name)
-        return route.server_id if route else None
-
     async def call(self, name: str, arguments: str) -> ToolOutcome:
         return ToolOutcome(f"Unknown tool {name!r}.", is_error=True)
 
@@ -239,10 +235,6 @@ class McpToolBox(ToolBox):
             is_error=bool(getattr(result, "is_error", False)),
             attachments=content.attachments,
         )
-
-
-def offered_schemas(boxes: Sequence[ToolBox]) -> list[Mapping[str, Any]]:
-    return [schema for box in boxes for schema in box.schemas]
 
 
 def load_mcp_servers(session: Any, settings: Any, secrets: Any) -> list[McpServerConfig]:

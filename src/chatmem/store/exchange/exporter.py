@@ -262,8 +262,3 @@ def profile_settings(session: Session, conversation: Conversation) -> dict[str, 
     meta = conversation.meta or {}
     kept = meta.get("profile") if isinstance(meta, dict) else None
     return {k: kept[k] for k in PROFILE_KEYS if k in kept} if isinstance(kept, dict) else None
-
-
-def export_bytes(session: Session, conversation_ids: list[str]) -> bytes:
-    """The document in one piece (archives and tests; downloads use :func:`export_stream`)."""
-    return b"".join(export_stream(session, conversation_ids))
