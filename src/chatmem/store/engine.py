@@ -30,7 +30,7 @@ from functools import cache
 from typing import Any, overload
 
 from sqlalchemy import BigInteger, Connection, bindparam, cast, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import File as EngineFile
@@ -41,6 +41,7 @@ from chatmem.store.db import connection_of
 from chatmem.store.profiles import PROFILE_COLUMNS, ProfileRecord, profile_from_columns
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.store.tables.profiles import McpServer, ModelProfile
+from chatmem.store.tables.runs import UsageRow
 from chatmem.store.tokens import column_for
 
 PAGE_SIZE = 32  # the newest page; older pages double in size
@@ -403,6 +404,77 @@ def step_conversation(
         files=int(row.files or 0),
         mcp_servers=int(row.mcp_servers or 0),
         profile=profile_from_columns(row._mapping, prefix="p_"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PlanVersion:
+    """A conversation's owner and state as the context endpoint checks them, and the key of
+    everything its plan depends on (:func:`plan_version`)."""
+
+    user_id: str
+    archived_at: datetime | None
+    mode: str
+    profile_id: str | None
+    #: Changes whenever anything the plan depends on changes: the conversation (bumped by
+    #: every append and exclusion), its mode and profile, the history's end, the summary
+    #: version, the files and their states, the profile and its summariser as last changed,
+    #: the profile's newest ledger row (calibration, CTX-2).
+    key: tuple[Any, ...]
+
+
+def _scalar(query: Any) -> Any:
+    return query.scalar_subquery()
+
+
+_Summariser = aliased(ModelProfile)
+# Everything in one prepared statement (built once: building it costs more than running it,
+# at every keystroke).
+_VERSION = select(
+    Conversation.user_id,
+    Conversation.archived_at,
+    Conversation.updated_at,
+    Conversation.mode,
+    Conversation.profile_id,
+    _scalar(select(func.max(Message.seq)).where(Message.conversation_id == Conversation.id)),
+    _scalar(select(func.max(Summary.version)).where(Summary.conversation_id == Conversation.id)),
+    _scalar(select(func.count(File.id)).where(File.conversation_id == Conversation.id)),
+    _scalar(select(func.max(File.created_at)).where(File.conversation_id == Conversation.id)),
+    _scalar(select(ModelProfile.updated_at).where(ModelProfile.id == Conversation.profile_id)),
+    _scalar(
+        select(_Summariser.updated_at).where(
+            _Summariser.id
+            == _scalar(
+                select(ModelProfile.summarizer_profile_id)
+                .where(ModelProfile.id == Conversation.profile_id)
+                .correlate(Conversation)
+            )
+        )
+    ),
+    _scalar(select(func.max(UsageRow.num)).where(UsageRow.profile_id == Conversation.profile_id)),
+).where(Conversation.id == bindparam("cid"))
+_FILE_STATES = select(File.id, File.state, File.message_id).where(
+    File.conversation_id == bindparam("cid")
+)
+
+
+def plan_version(session: Session | Connection, conversation_id: str) -> PlanVersion | None:
+    """The conversation's plan version (None for an unknown id): one statement, and one
+    more for the files' states when it has files."""
+    connection = connection_of(session)
+    row = connection.execute(_VERSION, {"cid": conversation_id}).first()
+    if row is None:
+        return None
+    values = tuple(row)[5:]
+    file_states = (
+        tuple(connection.execute(_FILE_STATES, {"cid": conversation_id}).all()) if values[2] else ()
+    )
+    return PlanVersion(
+        user_id=row.user_id,
+        archived_at=row.archived_at,
+        mode=row.mode,
+        profile_id=row.profile_id,
+        key=(row.updated_at, row.mode, row.profile_id, *values, file_states),
     )
 
 

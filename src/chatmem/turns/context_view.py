@@ -18,18 +18,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from sqlalchemy import Connection, bindparam, func, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from chatmem import context as engine
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import Mode
 from chatmem.errors import NotFound
 from chatmem.store.db import connection_of
+from chatmem.store.engine import load_engine_conversation, plan_version
 from chatmem.store.profiles import visible_profile
-from chatmem.store.tables.conversations import Conversation, File, Message, Summary
-from chatmem.store.tables.profiles import ModelProfile
-from chatmem.store.tables.runs import UsageRow
 from chatmem.turns.inputs import (
     Calibrations,
     calibrated_tokenizer,
@@ -102,55 +99,6 @@ class ContextCache:
                 self._items.popitem(last=False)
 
 
-def _scalar(query: Any) -> Any:
-    return query.scalar_subquery()
-
-
-_Summariser = aliased(ModelProfile)
-# The conversation and everything a plan depends on, in one prepared statement (built once:
-# building it costs more than running it, at every keystroke).  The history's end, the
-# summary version, the files, the profile (and its summariser) as last changed, and the
-# newest ledger row of the profile (calibration, CTX-2).
-_VERSION = select(
-    Conversation.user_id,
-    Conversation.archived_at,
-    Conversation.updated_at,
-    Conversation.mode,
-    Conversation.profile_id,
-    _scalar(select(func.max(Message.seq)).where(Message.conversation_id == Conversation.id)),
-    _scalar(select(func.max(Summary.version)).where(Summary.conversation_id == Conversation.id)),
-    _scalar(select(func.count(File.id)).where(File.conversation_id == Conversation.id)),
-    _scalar(select(func.max(File.created_at)).where(File.conversation_id == Conversation.id)),
-    _scalar(select(ModelProfile.updated_at).where(ModelProfile.id == Conversation.profile_id)),
-    _scalar(
-        select(_Summariser.updated_at).where(
-            _Summariser.id
-            == _scalar(
-                select(ModelProfile.summarizer_profile_id)
-                .where(ModelProfile.id == Conversation.profile_id)
-                .correlate(Conversation)
-            )
-        )
-    ),
-    _scalar(select(func.max(UsageRow.num)).where(UsageRow.profile_id == Conversation.profile_id)),
-).where(Conversation.id == bindparam("cid"))
-_FILE_STATES = select(File.id, File.state, File.message_id).where(
-    File.conversation_id == bindparam("cid")
-)
-
-
-def _version_key(connection: Connection, conversation_id: str) -> tuple[Any, tuple[Any, ...]]:
-    """The conversation's row (None if it does not exist) and the plan's cache key."""
-    row = connection.execute(_VERSION, {"cid": conversation_id}).first()
-    if row is None:
-        return None, ()
-    values = tuple(row)[5:]
-    file_states = (
-        tuple(connection.execute(_FILE_STATES, {"cid": conversation_id}).all()) if values[2] else ()
-    )
-    return row, (row.updated_at, row.mode, row.profile_id, *values, file_states)
-
-
 def plan_for(
     session: Session,
     cache: ContextCache,
@@ -161,10 +109,10 @@ def plan_for(
     calibrations: Calibrations | None = None,
 ) -> dict[str, Any]:
     connection = connection_of(session)
-    row, version = _version_key(connection, conversation_id)
+    row = plan_version(connection, conversation_id)
     if row is None or row.user_id != user_id or row.archived_at is not None:
         raise NotFound("conversation")
-    key = (*version, tuple(t.get("function", {}).get("name", "") for t in tools))
+    key = (*row.key, tuple(t.get("function", {}).get("name", "") for t in tools))
     # The profile view and the calibrated tokenizer change only with the key's profile and
     # ledger parts: resolved once per key, not per keystroke.
     resolved = cache.get_target(conversation_id, key)
@@ -176,8 +124,6 @@ def plan_for(
     profile = target.engine_profile
     conversation = cache.get(conversation_id, key)
     if conversation is None:
-        from chatmem.store.engine import load_engine_conversation
-
         lazy = load_engine_conversation(
             connection,
             conversation_id,
