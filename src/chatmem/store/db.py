@@ -237,14 +237,6 @@ class WriterTurns:
             finally:
                 here.owner = None
 
-    def free_now(self) -> bool:
-        """Whether a unit run right now on the loop, without awaiting, would skip nobody's
-        turn (nobody holds it or waits for it, or this task holds it)."""
-        if not self.enabled:
-            return True
-        here = self._here()
-        return here.owner is asyncio.current_task() or not here.lock.locked()
-
 
 class SessionSlots:
     """At most ``size`` request sessions and units of work of this process hold a database
