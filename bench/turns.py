@@ -285,7 +285,7 @@ def bench_context(server: LiveServer, model: FakeModelServer, size: int = 10_000
         with db.session() as session:
             started = time.perf_counter()
             plan = plan_for(session, turns.context_cache, user_id, cid, draft, turns.known_tools)
-            plan_bytes(turns.context_cache, plan)  # what the endpoint answers
+            plan_bytes(plan)  # what the endpoint answers
             if i:
                 samples.append(time.perf_counter() - started)
     assert len(plan["status"]) == size

@@ -40,9 +40,7 @@ async def get_context(
         turns.known_tools,
         turns.calibrations,
     )
-    # Serialised directly (the generic encoder walks 10,000 statuses one by one), with the
-    # status map encoded once per plan.
-    return Response(plan_bytes(turns.context_cache, body), media_type="application/json")
+    return Response(plan_bytes(body), media_type="application/json")
 
 
 @router.get("/profiles/{profile_id}/context")
