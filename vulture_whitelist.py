@@ -63,8 +63,3 @@ _.DELETE_STEPS
 # turns/service: the MCP sync task is kept referenced so it is not collected mid-run.
 _._mcp_sync
 
-# Pending: unused in turns/service.py, which is being restructured (issue 12); delete them
-# there (stale_before is dead; active_runs and wait_idle have no caller yet).
-_.stale_before
-_.active_runs
-_.wait_idle

@@ -19,12 +19,12 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, cast
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import anyio
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from chatmem.context.values import Mode
 from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunning
@@ -37,7 +37,7 @@ from chatmem.store.db import Database
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import File
-from chatmem.store.types import new_id, utcnow
+from chatmem.store.types import new_id
 from chatmem.turns import recovery, usage
 from chatmem.turns.approvals import Approvals, Decision, decide
 from chatmem.turns.context_view import ContextCache
@@ -48,9 +48,11 @@ from chatmem.turns.inputs import Calibrations, TurnInputs, load_inputs
 from chatmem.turns.journal import EventJournal, stored_events
 from chatmem.turns.mcp_links import McpPool
 from chatmem.turns.runner import TurnJob, TurnRunner
-from chatmem.turns.tools import ToolBox, load_mcp_servers
+from chatmem.turns.tools import McpServerConfig, ToolBox, load_mcp_servers
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 SHUTDOWN_MESSAGE = (
     "The server shut down while this turn ran. What was completed is kept; send a message to "
@@ -81,7 +83,7 @@ class LiveRun:
     #: The coordinator's live log being opened; awaited before the 202 and by the task.
     opened: asyncio.Future[None]
     #: The MCP servers read at admission, handed to the turn's toolbox once.
-    servers: list[Any] | None
+    servers: list[McpServerConfig] | None
     task: asyncio.Task[None] | None = None
     released: bool = False
 
@@ -182,19 +184,14 @@ class TurnService:
         await self.clients.aclose()
         await self.mcp.aclose()
 
-    async def wait_idle(self, timeout: float = 30.0) -> None:
-        """Waits until no turn runs in this process (tests, benchmarks)."""
-        with anyio.fail_after(timeout):
-            while self._live:
-                await asyncio.gather(
-                    *[live.task for live in self._live.values() if live.task],
-                    return_exceptions=True,
-                )
-
-    async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def _db(
+        self, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         return await work(self.db, fn, *args, **kwargs)
 
-    async def _read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def _read(
+        self, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         return await read(self.db, fn, *args, **kwargs)
 
     async def recover(self) -> list[str]:
@@ -239,11 +236,14 @@ class TurnService:
             except Exception:  # a blip must not end the heartbeat
                 log.exception("turn heartbeat failed")
 
-    async def _default_toolbox(self, servers: list[Any] | None = None) -> ToolBox:
-        if servers is None:
-            servers = await self._read(load_mcp_servers, self.settings, self.secrets)
+    async def _default_toolbox(self, servers: list[McpServerConfig] | None = None) -> ToolBox:
+        enabled = (
+            servers
+            if servers is not None
+            else await self._read(load_mcp_servers, self.settings, self.secrets)
+        )
         # PROV-3: the cached tools of the servers ready now; a hung one costs nothing here.
-        box = await self.mcp.toolbox(servers)
+        box = await self.mcp.toolbox(enabled)
         self.known_tools = [dict(schema) for schema in box.schemas]
         return box
 
@@ -310,13 +310,13 @@ class TurnService:
                 )
             except IntegrityError:
                 # A concurrent retry with the same key won the race: answer with its run.
-                existing = await self._read(
+                winner = await self._read(
                     runs.run_for_idempotency_key, user_id, idempotency_key or ""
                 )
-                if existing is None:
+                if winner is None:
                     raise
                 await self.coordinator.release(name, token)
-                return Submitted(existing.id, created=False)
+                return Submitted(winner.id, created=False)
         except BaseException:
             await self.coordinator.release(name, token)
             raise
@@ -340,7 +340,9 @@ class TurnService:
             first_inputs=inputs,
         )
 
-    def _start(self, job: TurnJob, lock: tuple[str, str], servers: list[Any]) -> LiveRun:
+    def _start(
+        self, job: TurnJob, lock: tuple[str, str], servers: list[McpServerConfig]
+    ) -> LiveRun:
         """Registers the run and starts its task (on the loop)."""
         live = LiveRun(
             job,
@@ -547,9 +549,6 @@ class TurnService:
         live = self._live.get(run_id)
         return live is not None and live.user_id == user_id
 
-    def active_runs(self) -> list[str]:
-        return list(self._live)
-
 
 def warm_tokenizers() -> None:
     """Loads every tokenizer's encoding once (they are process-wide and cached)."""
@@ -558,10 +557,6 @@ def warm_tokenizers() -> None:
     for name in engine.TOKENIZER_NAMES:
         with contextlib.suppress(Exception):  # a broken encoding fails later, where it is used
             engine.get_tokenizer(name).count("warm up")
-
-
-def stale_before(seconds: float) -> Any:
-    return utcnow() - timedelta(seconds=seconds)
 
 
 # --- manual compaction (CTX-11, CTX-12) -----------------------------------------------------
