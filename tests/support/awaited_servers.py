@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from tests.support.mcp_server import McpServerProcess
 from tests.support.model_server import FakeModelServer, RecordedRequest, RemoteModelServer
+from tests.support.serve import ready_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,21 +95,8 @@ class AwaitedModelServer(RemoteModelServer):
 @contextlib.contextmanager
 def awaited_model_server() -> Iterator[AwaitedModelServer]:
     """Like :func:`tests.support.serve.model_server_process`, with the wait route."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.awaited_servers", "model", "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("READY "), line
-    try:
-        yield AwaitedModelServer(line.split()[1])
-    finally:
-        proc.kill()
-        proc.wait(5)
-        proc.stdout.close()
+    with ready_process("tests.support.awaited_servers", "model", "--port", "0") as url:
+        yield AwaitedModelServer(url)
 
 
 def _serve_model(port: int) -> None:

@@ -45,10 +45,11 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 10) -> None:
 
 
 @contextmanager
-def model_server_process() -> Iterator[RemoteModelServer]:
-    """The fake model server in its own process, scripted over HTTP."""
+def ready_process(*module_args: str) -> Iterator[str]:
+    """``python -m MODULE_ARGS…`` in its own process, which prints ``READY <url>`` once it
+    listens; yields that URL and kills the process afterwards."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.model_server", "--port", "0"],
+        [sys.executable, "-m", *module_args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -57,11 +58,18 @@ def model_server_process() -> Iterator[RemoteModelServer]:
     line = proc.stdout.readline()
     assert line.startswith("READY "), line
     try:
-        yield RemoteModelServer(line.split()[1])
+        yield line.split()[1]
     finally:
         proc.kill()
         proc.wait(5)
         proc.stdout.close()
+
+
+@contextmanager
+def model_server_process() -> Iterator[RemoteModelServer]:
+    """The fake model server in its own process, scripted over HTTP."""
+    with ready_process("tests.support.model_server", "--port", "0") as url:
+        yield RemoteModelServer(url)
 
 
 class ServeProcess:

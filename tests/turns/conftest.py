@@ -100,22 +100,40 @@ class Chat:
         assert response.status_code == 200, response.text
 
 
-def parse_sse(lines: Any) -> Iterator[dict[str, Any]]:
-    event: dict[str, Any] = {}
-    for line in lines:
+class SseParser:
+    """Server-Sent Events, a line at a time: :meth:`feed` returns ``{"id", "event", "data"}``
+    when a line ends an event, else None."""
+
+    def __init__(self) -> None:
+        self._event: dict[str, Any] = {}
+
+    def feed(self, line: str) -> dict[str, Any] | None:
         if not line:
-            if event:
-                yield event
-                event = {}
-            continue
+            event, self._event = self._event, {}
+            return event or None
         field, _, value = line.partition(": ")
         if field == "id":
-            event["id"] = int(value)
+            self._event["id"] = int(value)
         elif field == "event":
-            event["event"] = value
+            self._event["event"] = value
         elif field == "data":
-            event["data"] = json.loads(value)
-    if event:
+            self._event["data"] = json.loads(value)
+        return None
+
+    def rest(self) -> dict[str, Any] | None:
+        """An event the stream ended in the middle of (no blank line after it)."""
+        event, self._event = self._event, {}
+        return event or None
+
+
+def parse_sse(lines: Any) -> Iterator[dict[str, Any]]:
+    parser = SseParser()
+    for line in lines:
+        event = parser.feed(line)
+        if event is not None:
+            yield event
+    event = parser.rest()
+    if event is not None:
         yield event
 
 

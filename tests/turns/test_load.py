@@ -15,7 +15,6 @@ only on what the server sends (events, status codes), never on a sleep:
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from sqlalchemy import func, select
 from tests.support.model_server import RemoteModelServer
 from tests.support.serve import ServeProcess, fake_profile, model_server_process
 from tests.support.served import postgres_database, served
+from tests.turns.conftest import SseParser
 
 from chatmem.store.db import Database
 from chatmem.store.tables.conversations import Conversation, Message
@@ -56,20 +56,11 @@ async def _sse(client: httpx.AsyncClient, path: str) -> AsyncIterator[dict[str, 
     """The events of one SSE stream as ``{"id", "event", "data"}``, to the stream's end."""
     async with client.stream("GET", path) as response:
         assert response.status_code == 200, await response.aread()
-        event: dict[str, Any] = {}
+        parser = SseParser()
         async for line in response.aiter_lines():
-            if not line:
-                if event:
-                    yield event
-                    event = {}
-                continue
-            field, _, value = line.partition(": ")
-            if field == "id":
-                event["id"] = int(value)
-            elif field == "event":
-                event["event"] = value
-            elif field == "data":
-                event["data"] = json.loads(value)
+            event = parser.feed(line)
+            if event is not None:
+                yield event
 
 
 def _statuses(codes: list[int]) -> dict[int, int]:
