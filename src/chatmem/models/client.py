@@ -159,10 +159,21 @@ def http_pool(
     connect_timeout: float = 10.0,
     ssl: ssl.SSLContext | None = None,
 ) -> httpx.AsyncClient:
-    """A connection pool for model APIs: policy-checked (SSRF), no credentials of its own."""
+    """A connection pool for model APIs: policy-checked (SSRF), no credentials of its own.
+    Every profile on one base URL shares it, so it holds as many streams as a busy server
+    runs turns at once (:data:`MODEL_POOL_LIMITS`)."""
     return safe_async_client(
-        policy, timeout=httpx.Timeout(timeout, connect=connect_timeout), ssl_context=ssl
+        policy,
+        timeout=httpx.Timeout(timeout, connect=connect_timeout),
+        ssl_context=ssl,
+        limits=MODEL_POOL_LIMITS,
     )
+
+
+#: Streams open at once to one model API, and idle connections kept for the next turns.  The
+#: transport's default (20, 5 kept) made the 21st concurrent turn wait for a connection, and
+#: most turns open a new one (``bench/load.py``, 100 streams).
+MODEL_POOL_LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=128)
 
 
 class SharedHttp:

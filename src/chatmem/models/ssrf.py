@@ -545,11 +545,17 @@ def safe_async_client(
     timeout: httpx.Timeout | float = 30.0,
     headers: Mapping[str, str] | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    limits: httpx.Limits | None = None,
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` for user-supplied URLs: policy-checked, pinned, no redirects,
     no proxies from the environment.  Use it for model APIs and MCP servers alike."""
+    transport = (
+        SafeTransport(policy, ssl_context=ssl_context)
+        if limits is None
+        else SafeTransport(policy, ssl_context=ssl_context, limits=limits)
+    )
     return httpx.AsyncClient(
-        transport=SafeTransport(policy, ssl_context=ssl_context),
+        transport=transport,
         timeout=timeout,
         headers=dict(headers or {}),
         follow_redirects=False,
