@@ -64,19 +64,24 @@ class EventJournal:
         self._pending.append(event)
         if event.terminal:
             await self.flush()
-        else:
-            self._write_in_background()
+        elif self._write_in_background():
+            # A new batch starts with this event: let the writer store it now, before this
+            # task parses the rest of a burst the model sent in one read (the first delta
+            # reaches watchers a write later, not a whole burst later).
+            await asyncio.sleep(0)
         return event
 
-    def _write_in_background(self) -> None:
+    def _write_in_background(self) -> bool:
+        """Starts a writer unless one is running; whether one was started."""
         writer = self._writer
         if writer is not None and (
             not writer.done() or writer.cancelled() or writer.exception() is not None
         ):
             # A running writer takes this event in its next batch; a failed one waits for
             # the next checkpoint to report it.
-            return
+            return False
         self._writer = asyncio.create_task(self._drain(), name=f"chatmem-journal-{self.run_id}")
+        return True
 
     async def _drain(self) -> None:
         while self._pending:
