@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -213,7 +213,9 @@ class WriterTurns:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self._turns: WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopTurn] = WeakKeyDictionary()
+        self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopTurn] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def _here(self) -> _LoopTurn:
         loop = asyncio.get_running_loop()
@@ -241,22 +243,33 @@ class WriterTurns:
 class SessionSlots:
     """At most ``size`` request sessions and units of work of this process hold a database
     connection at once; the others wait their turn on the event loop (an ``asyncio``
-    semaphore per loop), holding no thread.  See :data:`SESSION_SLOTS` for why."""
+    semaphore per loop), holding no thread.  See :data:`SESSION_SLOTS` for why.  A task that
+    holds a slot is not queued again (32 tasks each waiting for a second slot would wait
+    forever)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._semaphores: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            WeakKeyDictionary()
-        )
+        self._semaphores: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Semaphore
+        ] = weakref.WeakKeyDictionary()
+        self._holders: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
+        me = asyncio.current_task()
+        if me is None or me in self._holders:
+            yield
+            return
         loop = asyncio.get_running_loop()
         semaphore = self._semaphores.get(loop)
         if semaphore is None:
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.size)
         async with semaphore:
-            yield
+            self._holders.add(me)
+            try:
+                yield
+            finally:
+                self._holders.discard(me)
 
 
 @dataclass

@@ -5,8 +5,8 @@ only once it is stored, so whatever a watcher saw survives a ``kill -9`` and com
 recovered answer.  Storing is a group commit: one writer task per run stores everything emitted
 since its last write in one transaction, publishes that batch in order, and goes again while
 events keep coming — so the first delta goes out after one short write, and a fast stream
-costs a write per batch, not per token.  On SQLite the batch is written on the event loop when
-nobody else is writing (``quick_work``: a thread hop costs more than the insert).
+costs a write per batch, not per token.  On SQLite the batch is written on the event loop once
+it is its turn (``quick_work``: a thread hop costs more than the insert).
 
 A checkpoint (:meth:`EventJournal.flush`: a stored message, a tool call, the end of the run)
 waits for the writer, then stores what is left together with its own writes in one
