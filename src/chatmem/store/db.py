@@ -23,6 +23,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -45,7 +51,9 @@ WORKER_THREADS = 2 * SESSION_SLOTS
 SQLITE_POOL_SIZE = 8
 SQLITE_POOL_OVERFLOW = 2 * SESSION_SLOTS - SQLITE_POOL_SIZE
 PG_POOL_SIZE = 10
-PG_POOL_OVERFLOW = SESSION_SLOTS + 8 - PG_POOL_SIZE
+PG_POOL_OVERFLOW = SESSION_SLOTS - PG_POOL_SIZE
+PG_ASYNC_POOL_SIZE = 5
+PG_ASYNC_POOL_OVERFLOW = 11
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
 SQLITE_CACHE_KIB = 32 * 1024
 # Any constant shared by every replica; identifies "chatmem schema migration" for pg locks.
@@ -108,6 +116,18 @@ class Database:
                     chatmem_begin="IMMEDIATE"
                 )
         self.sessionmaker: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
+        #: PostgreSQL: the turns' units of work run on the event loop with the asyncio driver
+        #: (their sync code in a greenlet, ``AsyncSession.run_sync``), not in worker threads.
+        self.async_sessionmaker: async_sessionmaker[AsyncSession] | None = None
+        self._async_engine: AsyncEngine | None = None
+        if self.dialect == "postgresql":
+            self._async_engine = create_async_engine(
+                self.url,
+                pool_pre_ping=True,
+                pool_size=PG_ASYNC_POOL_SIZE,
+                max_overflow=PG_ASYNC_POOL_OVERFLOW,
+            )
+            self.async_sessionmaker = async_sessionmaker(self._async_engine, expire_on_commit=False)
         # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so a
         # read transaction never has to upgrade after another writer committed (which fails
         # at once).  The async callers wait their turn first (``writers``).  Readers stay
@@ -188,8 +208,17 @@ class Database:
                 return None
         return row[0] if row else None
 
+    async def aclose(self) -> None:
+        """Closes the asyncio pool's connections (on the loop that used them)."""
+        if self._async_engine is not None:
+            await self._async_engine.dispose()
+
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._async_engine is not None:
+            # Its connections can only be closed on their loop (:meth:`aclose`); here the pool
+            # is only dropped.
+            self._async_engine.sync_engine.dispose(close=False)
         if self._nowait_engine is not None:
             self._nowait_engine.dispose()
 

@@ -73,7 +73,20 @@ async def work(
     once it is this unit's turn to write (SQLite: :class:`~chatmem.store.db.WriterTurns`; the
     wait holds no thread)."""
     async with db.slots.slot(), db.writers.turn():
+        if db.async_sessionmaker is not None:
+            return await _unit_async(db, fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, True, fn, *args, **kwargs))
+
+
+async def _unit_async(
+    db: Database, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """PostgreSQL: ``fn(session, …)`` in one transaction on the event loop — its sync code
+    runs in a greenlet and each statement awaits the asyncio driver, so no worker thread (and
+    no GIL hand-over) is involved."""
+    assert db.async_sessionmaker is not None
+    async with db.async_sessionmaker() as session, session.begin():
+        return await session.run_sync(lambda sync: fn(sync, *args, **kwargs))
 
 
 async def read(
@@ -81,6 +94,8 @@ async def read(
 ) -> T:
     """Like :func:`work` for units that only read: they never wait for a writer."""
     async with db.slots.slot():
+        if db.async_sessionmaker is not None:
+            return await _unit_async(db, fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, False, fn, *args, **kwargs))
 
 

@@ -61,6 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await turns.close()
         finally:
             await app.state.signin_throttle.close()
+            await db.aclose()
             db.dispose()
 
     app = FastAPI(
