@@ -74,7 +74,7 @@ async def test_events_are_published_only_after_their_write_commits(db: Database)
     coordinator = LocalCoordinator()
     await coordinator.open_run(run_id)
     journal = EventJournal(run_id, db, coordinator)
-    async with db.writers.turn():  # another writer holds the turn: nothing can be stored
+    async with db.writers.hold():  # another writer holds the turn: nothing can be stored
         await journal.emit("delta", {"text": "a"})
         await journal.emit("delta", {"text": "b"})
         assert not await _published(coordinator, run_id)
@@ -147,7 +147,7 @@ async def test_the_end_is_published_after_its_writes_and_the_release_never_by_th
         order.append(f"released, {len(await _published(coordinator, run_id))} published")
 
     journal = EventJournal(run_id, db, coordinator, before_end=released)
-    async with db.writers.turn():  # the background writer is still busy when the end comes
+    async with db.writers.hold():  # the background writer is still busy when the end comes
         await journal.emit("delta", {"text": "a"})
     await journal.end(
         "done",

@@ -16,7 +16,6 @@ import sqlite3
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from chatmem.settings import Settings
 from chatmem.store.private import create_private_file, make_private_dir
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
-#: Request sessions and units of work in flight at once, per process (:class:`SessionSlots`).
+#: Request sessions and units of work in flight at once, per process (``Database.slots``).
 #: The rest wait on the event loop, holding neither a thread nor a connection: a session that
 #: has begun needs a thread again to finish (the route's body, its commit), and when every
 #: worker thread sat waiting for a pooled connection those sessions held, nothing moved.
@@ -103,10 +102,10 @@ class Database:
         #: connection.
         self._nowait_engine: Engine | None = None
         #: SQLite: this process's writers take turns here, first come first served, before
-        #: they ask SQLite for its write lock (see :class:`WriterTurns`).
-        self.writers = WriterTurns(enabled=self.dialect == "sqlite")
+        #: they ask SQLite for its write lock (see :class:`TaskGate`).
+        self.writers = TaskGate(1 if self.dialect == "sqlite" else None)
         #: Sessions and units of work in flight (see :data:`SESSION_SLOTS`).
-        self.slots = SessionSlots(SESSION_SLOTS)
+        self.slots = TaskGate(SESSION_SLOTS)
         if self.dialect == "sqlite":
             _tune_sqlite(self.engine, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
             if "poolclass" not in kwargs:
@@ -228,65 +227,31 @@ def connection_of(db: Session | Connection) -> Connection:
     return db.connection() if isinstance(db, Session) else db
 
 
-class WriterTurns:
-    """SQLite writers of this process take turns, first come first served, on the event loop.
+class TaskGate:
+    """At most ``size`` tasks of this process inside at once (``None``: no limit); the others
+    wait their turn on the event loop, first come first served, holding neither a thread nor
+    a connection (an ``asyncio.Semaphore`` per loop).  A task already inside is not queued
+    again (it would wait for itself); tasks it starts queue like any other.
 
-    SQLite has one write lock, and its busy handler polls with back-off and is not fair: a
-    burst of 200 writing requests used to time out (``database is locked``), and a writer
-    waiting in the handler held a worker thread the lock's holder might need to finish.  So
-    a writer waits its turn here *before* it starts (an ``asyncio.Lock`` is first in, first
-    out and holds no thread while it waits), then runs its one transaction.  The task that
-    holds the turn is not queued again (:meth:`turn` is re-entrant per task; tasks it starts
-    queue like any other).  On PostgreSQL nothing waits here.  Other processes (the CLI, a
-    second server) still meet SQLite's busy timeout."""
+    ``Database.writers`` is one with room for one on SQLite: SQLite has one write lock, and
+    its busy handler polls with back-off and is not fair — a burst of 200 writing requests
+    used to time out (``database is locked``), and a writer waiting in the handler held a
+    worker thread the lock's holder might need to finish.  Other processes (the CLI, a second
+    server) still meet SQLite's busy timeout.  ``Database.slots`` bounds the sessions and
+    units of work in flight (see :data:`SESSION_SLOTS`)."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopTurn] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def _here(self) -> _LoopTurn:
-        loop = asyncio.get_running_loop()
-        here = self._turns.get(loop)
-        if here is None:
-            here = self._turns[loop] = _LoopTurn()
-        return here
-
-    @asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        """Holds the write turn for the block."""
-        here = self._here() if self.enabled else None
-        me = asyncio.current_task()
-        if here is None or here.owner is me:
-            yield
-            return
-        async with here.lock:
-            here.owner = me
-            try:
-                yield
-            finally:
-                here.owner = None
-
-
-class SessionSlots:
-    """At most ``size`` request sessions and units of work of this process hold a database
-    connection at once; the others wait their turn on the event loop (an ``asyncio``
-    semaphore per loop), holding no thread.  See :data:`SESSION_SLOTS` for why.  A task that
-    holds a slot is not queued again (32 tasks each waiting for a second slot would wait
-    forever)."""
-
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int | None) -> None:
         self.size = size
         self._semaphores: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, asyncio.Semaphore
         ] = weakref.WeakKeyDictionary()
-        self._holders: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        self._inside: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def hold(self) -> AsyncIterator[None]:
+        """Inside the gate for the block."""
         me = asyncio.current_task()
-        if me is None or me in self._holders:
+        if self.size is None or me is None or me in self._inside:
             yield
             return
         loop = asyncio.get_running_loop()
@@ -294,17 +259,11 @@ class SessionSlots:
         if semaphore is None:
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.size)
         async with semaphore:
-            self._holders.add(me)
+            self._inside.add(me)
             try:
                 yield
             finally:
-                self._holders.discard(me)
-
-
-@dataclass
-class _LoopTurn:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    owner: asyncio.Task[Any] | None = None
+                self._inside.discard(me)
 
 
 def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:

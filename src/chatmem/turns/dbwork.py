@@ -70,9 +70,9 @@ async def work(
     db: Database, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
 ) -> T:
     """Runs ``fn(session, *args, **kwargs)`` in one writer transaction in a worker thread,
-    once it is this unit's turn to write (SQLite: :class:`~chatmem.store.db.WriterTurns`; the
+    once it is this unit's turn to write (SQLite: :class:`~chatmem.store.db.TaskGate`; the
     wait holds no thread)."""
-    async with db.slots.slot(), db.writers.turn():
+    async with db.slots.hold(), db.writers.hold():
         if db.async_sessionmaker is not None:
             return await _unit_async(db, fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, True, fn, *args, **kwargs))
@@ -93,7 +93,7 @@ async def read(
     db: Database, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
 ) -> T:
     """Like :func:`work` for units that only read: they never wait for a writer."""
-    async with db.slots.slot():
+    async with db.slots.hold():
         if db.async_sessionmaker is not None:
             return await _unit_async(db, fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, False, fn, *args, **kwargs))
@@ -115,7 +115,7 @@ async def quick_work(
     goes to a worker thread and waits there.  Elsewhere it is :func:`work`."""
     if not db.can_write_nowait:
         return await work(db, fn, *args, **kwargs)
-    async with db.slots.slot(), db.writers.turn():
+    async with db.slots.hold(), db.writers.hold():
         try:
             with db.connection_nowait() as connection:
                 # A session on the unit's connection joins its transaction: the unit sees a

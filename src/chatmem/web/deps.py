@@ -55,7 +55,7 @@ async def get_db_session(request: Request, db: DatabaseDep) -> AsyncIterator[Ses
     come first served, holding no thread, instead of failing); reads never wait.  Committed
     when the route returns normally, rolled back when it raises, in a worker thread."""
     write = request.method not in SAFE_METHODS
-    async with db.slots.slot(), db.writers.turn() if write else nullcontext():
+    async with db.slots.hold(), db.writers.hold() if write else nullcontext():
         session = (db.write_sessionmaker if write else db.sessionmaker)()
         try:
             yield session
