@@ -50,12 +50,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
-from sqlalchemy import create_engine, text  # noqa: E402
 from tests.support.model_server import RemoteModelServer  # noqa: E402
 from tests.support.serve import ServeProcess, free_port, stop_process  # noqa: E402
+from tests.support.served import PostgresUnreachable, throwaway_postgres  # noqa: E402
 
 from chatmem.store import accounts  # noqa: E402
-from chatmem.store.db import Database, normalize_url  # noqa: E402
+from chatmem.store.db import Database  # noqa: E402
 
 LITELLM_VENV = Path(os.environ.get("CHATMEM_BENCH_LITELLM_VENV", ROOT / ".venv-peers"))
 PG_ADMIN_URL = os.environ.get(
@@ -319,22 +319,11 @@ def litellm_proxy(model: RemoteModelServer, tmp: Path) -> Iterator[Peer]:
 @contextlib.contextmanager
 def postgres_database() -> Iterator[str]:
     """A fresh database next to ``PG_ADMIN_URL``'s, dropped afterwards."""
-    name = f"chatmem_bench_{secrets.token_hex(6)}"
-    admin = create_engine(normalize_url(PG_ADMIN_URL), isolation_level="AUTOCOMMIT")
     try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:
-        admin.dispose()
-        raise PeerFailed(
-            f"PostgreSQL unreachable at {PG_ADMIN_URL}: {type(exc).__name__}"
-        ) from None
-    try:
-        yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        with throwaway_postgres(PG_ADMIN_URL, "chatmem_bench") as url:
+            yield url
+    except PostgresUnreachable as exc:
+        raise PeerFailed(str(exc)) from None
 
 
 @contextlib.contextmanager

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -17,23 +17,43 @@ from tests.support.serve import ServeProcess
 from chatmem.store.db import normalize_url
 
 
+class PostgresUnreachable(Exception):
+    """No database could be created at the admin URL (its message says why)."""
+
+
 @contextmanager
-def postgres_database() -> Iterator[str]:
-    """A new, empty PostgreSQL database for one server process; dropped afterwards."""
-    name = f"chatmem_serve_{uuid.uuid4().hex[:12]}"
+def throwaway_postgres(admin_url: str, prefix: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database beside ``admin_url``'s, named ``prefix_<random>``;
+    dropped afterwards.  :class:`PostgresUnreachable` when it cannot be created."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT")
     try:
-        admin = create_engine(normalize_url(POSTGRES_ADMIN_URL), isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
     except Exception as exc:
-        skip_or_fail(f"PostgreSQL unreachable at {POSTGRES_ADMIN_URL}: {type(exc).__name__}")
-        raise
+        admin.dispose()
+        raise PostgresUnreachable(
+            f"PostgreSQL unreachable at {admin_url}: {type(exc).__name__}"
+        ) from None
     try:
-        yield f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+        yield f"{admin_url.rsplit('/', 1)[0]}/{name}"
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database for one server process; dropped afterwards
+    (unreachable: :func:`skip_or_fail`)."""
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(throwaway_postgres(POSTGRES_ADMIN_URL, "chatmem_serve"))
+        except PostgresUnreachable as exc:
+            skip_or_fail(str(exc))
+            raise
+        yield url
 
 
 @contextmanager
