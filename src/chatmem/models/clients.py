@@ -30,7 +30,6 @@ class ModelClients:
         self._settings = settings
         self._size = size
         self._pools: OrderedDict[tuple[str, bool], SharedHttp] = OrderedDict()
-        self._retiring: list[SharedHttp] = []
 
     def __call__(self, endpoint: ModelEndpoint | None) -> ModelClient:
         if endpoint is None:
@@ -46,13 +45,9 @@ class ModelClients:
             )
             while len(self._pools) > self._size:
                 _, oldest = self._pools.popitem(last=False)
-                self._retiring.append(oldest)
+                oldest.retire_soon()  # closed once its requests in flight have ended
         else:
             self._pools.move_to_end(key)
-        if self._retiring:
-            retiring, self._retiring = self._retiring, []
-            for old in retiring:
-                old.retire_soon()
         return ModelClient(
             endpoint,
             self._policy,
@@ -66,6 +61,5 @@ class ModelClients:
 
     async def aclose(self) -> None:
         pools, self._pools = list(self._pools.values()), OrderedDict()
-        for pool in pools + self._retiring:
+        for pool in pools:
             await pool.retire()
-        self._retiring = []
