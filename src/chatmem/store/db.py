@@ -152,15 +152,18 @@ class Database:
 
         Pass ``write=True`` when the block writes (on SQLite it then holds the write lock from
         its first statement, so concurrent writers wait their turn instead of failing)."""
-        session = (self.write_sessionmaker if write else self.sessionmaker)()
+        session = self.new_session(write=write)
         try:
             yield session
-            session.commit()
         except BaseException:
-            session.rollback()
+            end_session(session, commit=False)
             raise
-        finally:
-            session.close()
+        end_session(session, commit=True)
+
+    def new_session(self, *, write: bool = False) -> Session:
+        """A session not begun yet (a writer with ``write``, see :meth:`session`); end it with
+        :func:`end_session`."""
+        return (self.write_sessionmaker if write else self.sessionmaker)()
 
     @contextmanager
     def read_connection(self) -> Iterator[Connection]:
@@ -220,6 +223,20 @@ class Database:
             self._async_engine.sync_engine.dispose(close=False)
         if self._nowait_engine is not None:
             self._nowait_engine.dispose()
+
+
+def end_session(session: Session, *, commit: bool) -> None:
+    """Commits (or rolls back) and closes a unit of work; a failed commit is rolled back."""
+    try:
+        if commit:
+            session.commit()
+        else:
+            session.rollback()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
 
 
 def connection_of(db: Session | Connection) -> Connection:

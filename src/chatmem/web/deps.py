@@ -32,7 +32,7 @@ from chatmem.auth.secrets import digest, same
 from chatmem.errors import Forbidden, Unauthorized
 from chatmem.settings import Settings
 from chatmem.store import accounts
-from chatmem.store.db import Database
+from chatmem.store.db import Database, end_session
 from chatmem.store.tables.accounts import User
 from chatmem.store.types import utcnow
 
@@ -56,23 +56,13 @@ async def get_db_session(request: Request, db: DatabaseDep) -> AsyncIterator[Ses
     when the route returns normally, rolled back when it raises, in a worker thread."""
     write = request.method not in SAFE_METHODS
     async with db.slots.hold(), db.writers.hold() if write else nullcontext():
-        session = (db.write_sessionmaker if write else db.sessionmaker)()
+        session = db.new_session(write=write)
         try:
             yield session
         except BaseException:
-            await anyio.to_thread.run_sync(_end, session, False)
+            await anyio.to_thread.run_sync(lambda: end_session(session, commit=False))
             raise
-        await anyio.to_thread.run_sync(_end, session, True)
-
-
-def _end(session: Session, commit: bool) -> None:
-    try:
-        if commit:
-            session.commit()
-        else:
-            session.rollback()
-    finally:
-        session.close()
+        await anyio.to_thread.run_sync(lambda: end_session(session, commit=True))
 
 
 DbSession = Annotated[Session, Depends(get_db_session, scope="function")]
