@@ -15,6 +15,7 @@ only on what the server sends (events, status codes), never on a sleep:
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,6 @@ async def _sse(client: httpx.AsyncClient, path: str) -> AsyncIterator[dict[str, 
                 yield event
 
 
-def _statuses(codes: list[int]) -> dict[int, int]:
-    counted: dict[int, int] = {}
-    for code in codes:
-        counted[code] = counted.get(code, 0) + 1
-    return counted
-
-
 @pytest.mark.parametrize(
     "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 )
@@ -88,7 +82,7 @@ def test_200_concurrent_creates_all_answer_201_TURN_7(tmp_path: Path, backend: s
             return [a.status_code for a in answers]
 
         codes = asyncio.run(burst())
-        assert _statuses(codes) == {201: BURST}
+        assert Counter(codes) == {201: BURST}
         db = Database(server.database_url)
         try:
             with db.session() as session:
@@ -118,7 +112,7 @@ def test_wrong_password_burst_leaves_other_writers_unharmed_SEC_2(tmp_path: Path
             return [a.status_code for a in answers[:-1]], answers[-1].status_code
 
         logins, folder = asyncio.run(burst())
-        assert set(logins) <= {401, 429}, _statuses(logins)
+        assert set(logins) <= {401, 429}, Counter(logins)
         assert folder == 201
 
 
@@ -155,7 +149,7 @@ def test_200_concurrent_turns_with_a_watcher_each_lose_nothing_TURN_7(
                 return await asyncio.gather(*(one(client, cid) for cid in conversations))
 
         results = asyncio.run(burst())
-        assert _statuses([r[0] for r in results]) == {202: BURST}
+        assert Counter([r[0] for r in results]) == {202: BURST}
         db = Database(server.database_url)
         try:
             with db.session() as session:
