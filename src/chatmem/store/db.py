@@ -44,9 +44,10 @@ SESSION_SLOTS = 32
 #: Worker threads: one per slot, and as many again for the short reads that take no slot
 #: (authentication, sign-in) and the rest of the app's thread work.
 WORKER_THREADS = 2 * SESSION_SLOTS
-#: Connections: a slot each, plus the slot-less short reads.  SQLite connections are cheap
-#: (8 kept open); PostgreSQL stays well under its default ``max_connections`` (100) with two
-#: replicas.
+#: Connections: SQLite, a slot each plus the slot-less short reads (cheap: 8 kept open).
+#: PostgreSQL, 32 for requests (a slot-less short read waits briefly for one; it holds
+#: nothing another needs) and 16 for the turns' units on the asyncio driver, so two replicas
+#: stay under the server's default ``max_connections`` (100).
 SQLITE_POOL_SIZE = 8
 SQLITE_POOL_OVERFLOW = 2 * SESSION_SLOTS - SQLITE_POOL_SIZE
 PG_POOL_SIZE = 10
