@@ -88,6 +88,13 @@ def test_the_scanner_bounds_strings_and_sees_top_keys_and_nul(value: Any, cuts: 
         assert scanner.saw_nul
 
 
+def test_a_nul_escape_cut_into_single_bytes_is_seen() -> None:
+    scanner = JsonScanner(Bounds())
+    for byte in b'["\\u0000"]':
+        scanner.feed(bytes([byte]))
+    assert scanner.saw_nul
+
+
 def test_conversation_size_is_bounded_at_its_depth() -> None:
     item = b'{"id":"c","messages":[' + b'{"content":"xxxxxxxxxx"},' * 100 + b"{}]}"
     doc = b'{"format":"chatmem.export/1","conversations":[' + item + b"," + item + b"]}"

@@ -145,8 +145,10 @@ class JsonScanner:
 
     def feed(self, chunk: bytes) -> None:
         if not self.saw_nul:
+            # The escape may be cut across several small chunks: the last five bytes seen so
+            # far (whatever chunks they came in) are kept to be read with the next one.
             self.saw_nul = _NUL_ESCAPE in chunk or _NUL_ESCAPE in self._tail + chunk[:5]
-            self._tail = chunk[-5:]
+            self._tail = (self._tail + chunk[-5:])[-5:]
         base = self.offset
         end = len(chunk)
         pos = 0
