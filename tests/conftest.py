@@ -7,6 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run of `make test`, so a green CI run means
+# the same as the one before it; HYPOTHESIS_PROFILE=explore draws new ones (look for bugs).
+settings.register_profile("default", derandomize=True)
+settings.register_profile("explore", derandomize=False, max_examples=2_000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # Fixture modules shared by the whole suite (each lives in tests/support/).
 pytest_plugins = ["tests.support.model_server", "tests.support.app"]
