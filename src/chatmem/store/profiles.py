@@ -54,6 +54,8 @@ class ProfileRecord:
     window_messages: int | None
     window_chars: int | None
     instructions_role: str | None
+    #: USE-4: the order Auto tries shared profiles in (None: never picked).
+    auto_rank: int | None
     created_at: datetime
     updated_at: datetime
 

@@ -3,13 +3,16 @@
 Secrets are never stored: tokens, session ids and link tokens are kept as SHA-256 hex digests
 (they are long random strings, so a fast hash is enough); passwords as argon2 hashes.
 ``evicted_*`` count what storage quotas removed for the user (STORE-4: never silent).
+``disabled`` (USE-5): an administrator switched the account off — it cannot sign in and its
+sessions and tokens stop working; ``session_limit_usd`` / ``week_limit_usd`` are its own
+included usage (NULL: the deployment's settings).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Integer, String, Text
+from sqlalchemy import Boolean, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from chatmem.store.base import Base
@@ -26,6 +29,9 @@ class User(Base):
     evicted_conversations: Mapped[int] = mapped_column(Integer, default=0)
     evicted_messages: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    session_limit_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
+    week_limit_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class ApiToken(Base):

@@ -55,6 +55,9 @@ class ModelProfile(Base):
     window_messages: Mapped[int | None] = mapped_column(Integer, nullable=True)
     window_chars: Mapped[int | None] = mapped_column(Integer, nullable=True)
     instructions_role: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    #: USE-4: the "Auto" choice's order among shared profiles (1 is tried first; NULL: Auto
+    #: never picks it).  An administrator's setting.
+    auto_rank: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -17,7 +17,13 @@
   ``overflow`` row records a request the provider refused as too long for its context and the
   token count it named (PROV-2): no cost, read only by the calibration (CTX-2).  No foreign
   key to the conversation: spending stays on record after a conversation is deleted.
-- ``extension_requests`` — a user's "Request extension" (USE-3).
+- ``extension_requests`` — a user's "Request extension" (USE-3) and the administrator's
+  answer (USE-5): ``status`` pending → granted / declined, who decided and when, and for a
+  grant the amount and its scope (``period``: counts while the current session and week
+  windows last; ``permanent``: always).
+- ``runs.answered_by`` — the profile that answered (USE-4): the conversation's own, the
+  fallback when the chosen one is locked, or Auto's pick; ``answered_reason`` says why it
+  differs from the choice (``credits_exhausted``, ``auto``), NULL when it does not.
 """
 
 from __future__ import annotations
@@ -76,6 +82,8 @@ class Run(Base):
     #: PROV-6: the "ask first" tool call the run waits on (``tool_call_id``, ``name``,
     #: ``arguments``, ``server``), NULL otherwise.
     waiting: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    answered_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    answered_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
 
 class RunEventRow(Base):
@@ -147,3 +155,8 @@ class ExtensionRequest(Base):
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     reason: Mapped[str] = mapped_column(String(32), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    amount_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
+    scope: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    decided_by: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
