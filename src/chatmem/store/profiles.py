@@ -54,6 +54,8 @@ class ProfileRecord:
     window_messages: int | None
     window_chars: int | None
     instructions_role: str | None
+    #: Issue 17: the ``recall`` tool (None: the memory mode's default).
+    recall: bool | None
     #: USE-4: the order Auto tries shared profiles in (None: never picked).
     auto_rank: int | None
     created_at: datetime

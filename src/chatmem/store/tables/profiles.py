@@ -55,6 +55,8 @@ class ModelProfile(Base):
     window_messages: Mapped[int | None] = mapped_column(Integer, nullable=True)
     window_chars: Mapped[int | None] = mapped_column(Integer, nullable=True)
     instructions_role: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # Issue 17: the ``recall`` tool for this profile's conversations; NULL: the mode's default.
+    recall: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     #: USE-4: the "Auto" choice's order among shared profiles (1 is tried first; NULL: Auto
     #: never picks it).  An administrator's setting.
     auto_rank: Mapped[int | None] = mapped_column(Integer, nullable=True)
