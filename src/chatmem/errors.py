@@ -6,6 +6,7 @@ Hierarchy::
     ├── NotFound                      not_found        (also for other users' objects)
     ├── InvalidInput                  invalid_input
     │   └── ImportFormatError         invalid_input    (malformed or foreign export file)
+    ├── PayloadTooLarge               payload_too_large (an image over its size bound)
     ├── Unauthorized                  unauthorized
     ├── Forbidden                     forbidden
     ├── EndpointNotAllowed            endpoint_not_allowed
@@ -61,6 +62,12 @@ class InvalidInput(ChatmemError):
 
 class ImportFormatError(InvalidInput):
     """An import file is malformed or of an unknown format; nothing was changed."""
+
+
+class PayloadTooLarge(ChatmemError):
+    """An upload is larger than its bound (PROJ-2: an image over ``max_image_bytes``)."""
+
+    code = "payload_too_large"
 
 
 class Unauthorized(ChatmemError):

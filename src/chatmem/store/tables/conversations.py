@@ -83,6 +83,13 @@ class Conversation(Base):
     archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # CTX-23: the conversation this one continues from ("Continue in a new chat").
     source_conversation_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # Issue 17: the model may look up what left its memory (``recall``); NULL: the
+    # profile's choice, else the mode's default (``chatmem.context.recall``).
+    recall: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    # PROJ-1: the project whose instructions and files every request of this one carries.
+    # No foreign key (as ``profile_id``): deleting a project clears it in code, and SQLite
+    # could only add one by rebuilding this table.
+    project_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
     # Extras carried through export/import (e.g. an imported export's non-secret ``profile``
     # settings when no local profile is linked); owned by store/exchange.
     meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
@@ -158,6 +165,10 @@ class File(Base):
     # plans never load the bytes, only ``GET /api/v1/files/{id}/content`` does.
     mime: Mapped[str | None] = mapped_column(String(200), nullable=True)
     data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    # PROJ-2: an image's size in pixels, read from its header when stored (the plan counts
+    # its tokens from these without loading the bytes); NULL for anything else.
+    width: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    height: Mapped[int | None] = mapped_column(Integer, nullable=True)
     tokens_estimate: Mapped[int] = mapped_column(Integer, default=0)
     tokens_o200k: Mapped[int] = mapped_column(Integer, default=0)
     tokens_cl100k: Mapped[int] = mapped_column(Integer, default=0)
