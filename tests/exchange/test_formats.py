@@ -51,11 +51,12 @@ def test_chatgpt_import_follows_the_branch_to_current_node() -> None:
     assert first.title == "Sourdough starter"
     assert first.source_key == "chatgpt:0d6a1c2e-1111-4a5b-9c3d-000000000001"
     # Hidden system prompt, abandoned branches, the model's browser call and the tool result
-    # are left out; the image part of a multimodal message is dropped, its text kept.
+    # are left out; the image part of a multimodal message (no bytes in a bare JSON file) is
+    # a placeholder naming it, its text kept.
     assert [(m.role, m.content) for m in first.messages] == [
         ("user", "How do I feed a sourdough starter?"),
         ("assistant", "Equal weights of flour and water, once a day."),
-        ("user", "What about rye flour?"),
+        ("user", "[image: x]\nWhat about rye flour?"),
         ("assistant", "Rye ferments faster: feed it twice a day."),
     ]
     assert first.messages[0].created_at is not None

@@ -168,6 +168,8 @@ def register(app: typer.Typer) -> None:
         )
         if result.skipped:
             line += f"; {result.skipped} already present, skipped"
+        if result.skipped_empty:
+            line += f"; {result.skipped_empty} without any text, skipped"
         if result.evicted or result.evicted_messages:
             line += (
                 f"; the storage quota removed {result.evicted} conversation(s) and "

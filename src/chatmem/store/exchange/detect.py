@@ -4,6 +4,8 @@
 * ``[{"mapping": {...}, "current_node": ...}, ...]`` — ChatGPT ``conversations.json``.
 * ``[{"chat_messages": [...], ...}, ...]`` — Claude ``conversations.json``.
 * ``[{"chat": {"messages" | "history": ...}, ...}, ...]`` — Open WebUI "export all chats".
+* ``{"mapping": ...}`` / ``{"chat_messages": ...}`` — one ChatGPT or Claude conversation, as
+  converters and browser extensions save it (read as a list of one).
 
 The sniff walks the ijson event stream only until the first decisive key, so it costs
 microseconds even on a 500 MB file.  Anything else is refused with a message naming what was
@@ -27,6 +29,10 @@ _ITEM_KEYS: dict[str, Format] = {
     "chat_messages": "claude",
     "chat": "openwebui",
 }
+
+
+# Top-level keys of one conversation object (not in a list): ChatGPT's and Claude's own.
+_SINGLE_KEYS = frozenset({"mapping", "current_node", "chat_messages"})
 
 
 def detect_format(stream: BinaryIO) -> Format:
@@ -61,6 +67,8 @@ def _detect_native(events: object) -> Format:
             raise ImportFormatError(
                 f"Unsupported export format {value!r}; this server reads {NATIVE_FORMAT!r}."
             )
+        if prefix == "" and event == "map_key" and value in _SINGLE_KEYS:
+            return _ITEM_KEYS[value]
         if prefix == "" and event == "map_key" and value == "chat":
             raise ImportFormatError(
                 "This looks like a single Open WebUI chat; export all chats (a JSON list) instead."

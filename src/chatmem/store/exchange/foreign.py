@@ -16,6 +16,18 @@ and returns its neutral form, or raises ``ValueError`` with a short reason.  Wha
 Both trees are walked from a leaf up to the root; parent links that loop are refused (SEC-1),
 never followed.
 
+What a user would expect to see again (issue 16):
+
+* An image or file the export only names becomes a visible placeholder in the message,
+  ``[image: painting.png]`` / ``[file: report.pdf]``; when the export holds its bytes (a
+  ChatGPT ZIP names them by file id, Open WebUI inlines ``data:`` URLs) it becomes an
+  attachment of the message, and a message holding nothing else shows the placeholder too, so
+  no stored message is ever empty.
+* ChatGPT's private-use citation markers (``\ue200cite\ue202turn0search3\ue201`` …, U+E200 to
+  U+E2FF) become the readable reference the export gives for them (``content_references``
+  ``alt``: ``([Wikipedia](https://…))``), an entity marker its name, anything else nothing.
+* Open WebUI's system prompt (``chat.params.system``) becomes the conversation's instructions.
+
 The stable ``source_key`` is the app name plus the conversation's own id; when an item has
 no id, a hash of its title, time and message texts stands in, so re-importing the same file
 is still recognised.
@@ -23,19 +35,34 @@ is still recognised.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import json
+import mimetypes
+import re
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
 from chatmem.context.values import Role
 from chatmem.store.exchange.records import (
+    Asset,
     ImportedConversation,
     ImportedFile,
     ImportedMessage,
     parse_time,
 )
 
-Converter = Callable[[Mapping[str, Any]], ImportedConversation]
+#: Looks a file up by the export's own id for it (``file-AbC…``); ``None`` when not held.
+FindAsset = Callable[[str], Asset | None]
+
+
+def no_assets(_file_id: str) -> Asset | None:
+    return None
+
+
+Converter = Callable[[Mapping[str, Any], FindAsset], ImportedConversation]
 
 
 def _mapping(value: Any, what: str) -> Mapping[str, Any]:
@@ -62,6 +89,47 @@ def _title(value: Any) -> str:
     return title[:500] if title else "Imported conversation"
 
 
+def placeholder(kind: str, name: str) -> str:
+    """What stands in the text for an image or file: ``[image: painting.png]``."""
+    name = " ".join(name.split())[:200]
+    return f"[{kind}: {name}]" if name else f"[{kind}]"
+
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", "application/pdf"),
+)
+
+
+def media_type(name: str, data: bytes, declared: Any = None) -> str:
+    """The media type of an attachment: its bytes' signature, else its name, else declared."""
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if isinstance(declared, str) and "/" in declared:
+        return declared.strip().lower()[:200]
+    guessed, _ = mimetypes.guess_type(name)
+    return guessed or "application/octet-stream"
+
+
+def _is_image_name(name: str) -> bool:
+    guessed, _ = mimetypes.guess_type(name)
+    return bool(guessed and guessed.startswith("image/"))
+
+
+def _with_placeholders(text: str, placeholders: list[str]) -> str:
+    """Placeholders first, each on its own line (as chat apps show attachments above)."""
+    if not placeholders:
+        return text
+    head = "\n".join(placeholders)
+    return f"{head}\n{text}" if text.strip() else head
+
+
 def _unique_ids(messages: list[ImportedMessage]) -> tuple[ImportedMessage, ...]:
     """Foreign ids are only hints; make them unique inside the conversation."""
     seen: set[str] = set()
@@ -84,18 +152,23 @@ def _with_id(message: ImportedMessage, mid: str) -> ImportedMessage:
 # --- ChatGPT -------------------------------------------------------------------------------
 
 
-def chatgpt_conversation(item: Mapping[str, Any]) -> ImportedConversation:
+def chatgpt_conversation(
+    item: Mapping[str, Any], find_asset: FindAsset = no_assets
+) -> ImportedConversation:
     mapping = _mapping(item.get("mapping"), "mapping")
     path = _chatgpt_path(mapping, item.get("current_node"))
     messages: list[ImportedMessage] = []
+    files: list[ImportedFile] = []
     for node in path:
         message = node.get("message")
         if not isinstance(message, Mapping):
             continue
-        converted = _chatgpt_message(message, node)
+        converted = _chatgpt_message(message, node, find_asset)
         if converted is not None:
-            messages.append(converted)
+            messages.append(converted[0])
+            files.extend(converted[1])
     title = _title(item.get("title"))
+    unique = _unique_ids(messages)
     return ImportedConversation(
         source_key=_source_key(
             "chatgpt",
@@ -106,9 +179,33 @@ def chatgpt_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         ),
         id=_text(item.get("conversation_id") or item.get("id")),
         title=title,
-        messages=_unique_ids(messages),
+        messages=unique,
+        files=_files_of(files, messages, unique),
         created_at=parse_time(item.get("create_time")),
         updated_at=parse_time(item.get("update_time")),
+    )
+
+
+def _files_of(
+    files: list[ImportedFile], before: list[ImportedMessage], after: tuple[ImportedMessage, ...]
+) -> tuple[ImportedFile, ...]:
+    """Files follow their message when :func:`_unique_ids` renamed it."""
+    renamed = {old.id: new.id for old, new in zip(before, after, strict=True) if old.id != new.id}
+    if not renamed:
+        return tuple(files)
+    return tuple(
+        _file_for(f, renamed[f.message_id]) if f.message_id in renamed else f for f in files
+    )
+
+
+def _file_for(item: ImportedFile, message_id: str) -> ImportedFile:
+    return ImportedFile(
+        id=f"{message_id}-{item.id}",
+        name=item.name,
+        content=item.content,
+        message_id=message_id,
+        mime=item.mime,
+        data=item.data,
     )
 
 
@@ -137,39 +234,152 @@ def _chatgpt_path(mapping: Mapping[str, Any], current: Any) -> list[Mapping[str,
     return path
 
 
-def _chatgpt_message(message: Mapping[str, Any], node: Mapping[str, Any]) -> ImportedMessage | None:
+def _chatgpt_message(
+    message: Mapping[str, Any], node: Mapping[str, Any], find_asset: FindAsset
+) -> tuple[ImportedMessage, list[ImportedFile]] | None:
     author = message.get("author")
     role = author.get("role") if isinstance(author, Mapping) else None
     if role not in ("user", "assistant", "system"):
         return None
     metadata = message.get("metadata")
-    if isinstance(metadata, Mapping) and metadata.get("is_visually_hidden_from_conversation"):
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    if metadata.get("is_visually_hidden_from_conversation"):
         return None
     if role == "assistant" and message.get("recipient") not in (None, "all"):
         return None  # the model talking to a tool, not to the user
+    mid = _text(message.get("id")) or _text(node.get("id"))
     content = message.get("content")
-    text = _chatgpt_text(content) if isinstance(content, Mapping) else ""
+    parts = _ChatgptParts(metadata, find_asset, mid)
+    text = parts.text(content) if isinstance(content, Mapping) else ""
+    text = readable_citations(text, metadata.get("content_references"))
     if not text.strip():
         return None
-    return ImportedMessage(
-        id=_text(message.get("id")) or _text(node.get("id")),
-        role=role,
-        content=text,
-        created_at=parse_time(message.get("create_time")),
+    return (
+        ImportedMessage(
+            id=mid, role=role, content=text, created_at=parse_time(message.get("create_time"))
+        ),
+        parts.files,
     )
 
 
-def _chatgpt_text(content: Mapping[str, Any]) -> str:
-    parts = content.get("parts")
-    if isinstance(parts, list):
-        pieces = []
+def _file_id(pointer: str) -> str:
+    """``file-service://file-AbC`` / ``sediment://file_00ab…`` → the file id."""
+    return pointer.rsplit("/", 1)[-1]
+
+
+class _ChatgptParts:
+    """The text of one ChatGPT message: its string parts, a placeholder or an attachment for
+    each image part, and the files of ``metadata.attachments`` no part showed."""
+
+    def __init__(self, metadata: Mapping[str, Any], find_asset: FindAsset, mid: str) -> None:
+        self.find_asset = find_asset
+        self.mid = mid
+        self.files: list[ImportedFile] = []
+        self.names: dict[str, Mapping[str, Any]] = {}
+        attachments = metadata.get("attachments")
+        for entry in attachments if isinstance(attachments, list) else []:
+            if isinstance(entry, Mapping) and isinstance(entry.get("id"), str):
+                self.names[entry["id"]] = entry
+
+    def text(self, content: Mapping[str, Any]) -> str:
+        parts = content.get("parts")
+        if not isinstance(parts, list):
+            return _text(content.get("text"))
+        pieces: list[str] = []
+        shown: set[str] = set()
         for part in parts:
             if isinstance(part, str):
                 pieces.append(part)
-            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                pieces.append(part["text"])
-        return "\n".join(p for p in pieces if p)
-    return _text(content.get("text"))
+            elif isinstance(part, Mapping):
+                if part.get("content_type") == "image_asset_pointer":
+                    file_id = _file_id(_text(part.get("asset_pointer")))
+                    shown.add(file_id)
+                    pieces.append(self._attach(file_id, "image", part.get("mime_type")))
+                elif isinstance(part.get("text"), str):
+                    pieces.append(part["text"])
+        for file_id, entry in self.names.items():  # files sent along, not shown as parts
+            if file_id not in shown:
+                kind = "image" if _is_image_name(_text(entry.get("name"))) else "file"
+                pieces.insert(0, self._attach(file_id, kind, entry.get("mime_type")))
+        held = [p for p in pieces if p]
+        # An attached file leaves an empty piece: say so only when nothing else is left.
+        if not any(p.strip() for p in held) and self.files:
+            return "\n".join(placeholder(_kind(f.mime), f.name) for f in self.files)
+        return "\n".join(held)
+
+    def _attach(self, file_id: str, kind: str, declared: Any) -> str:
+        entry = self.names.get(file_id, {})
+        asset = self.find_asset(file_id) if file_id else None
+        name = _text(entry.get("name")) or (asset.name if asset else "") or file_id
+        if asset is None:
+            return placeholder(kind, name)
+        mime = media_type(name, asset.data, entry.get("mime_type") or declared)
+        self.files.append(
+            ImportedFile(
+                id=f"{self.mid}-file{len(self.files) + 1}",
+                name=name,
+                content="",
+                message_id=self.mid,
+                mime=mime,
+                data=asset.data,
+            )
+        )
+        return ""
+
+
+def _kind(mime: str | None) -> str:
+    return "image" if mime and mime.startswith("image/") else "file"
+
+
+# ChatGPT marks citations and named entities in the text with private-use characters:
+# U+E200 opens, U+E202 separates, U+E201 closes (``\ue200cite\ue202turn0search3\ue201``).
+_MARKER = re.compile("[ \\t]*\ue200([^\ue200-\ue2ff]*)\ue202([^\ue200\ue201]*)\ue201")
+_PRIVATE_USE = re.compile("[\ue200-\ue2ff]")
+
+
+def readable_citations(text: str, references: Any) -> str:
+    """Private-use citation markers out of ``text``: each becomes the readable reference the
+    export gives for it (``content_references[].alt``), an entity marker its name, any other
+    marker nothing; a stray private-use character of that block is dropped."""
+    if not _PRIVATE_USE.search(text):
+        return text
+    for reference in references if isinstance(references, list) else []:
+        if not isinstance(reference, Mapping):
+            continue
+        matched = reference.get("matched_text")
+        if isinstance(matched, str) and matched and matched in text:
+            text = text.replace(matched, _reference_text(reference))
+    text = _MARKER.sub(_marker_text, text)
+    return _PRIVATE_USE.sub("", text)
+
+
+def _reference_text(reference: Mapping[str, Any]) -> str:
+    alt = reference.get("alt")
+    if isinstance(alt, str) and not _PRIVATE_USE.search(alt):
+        return alt
+    links = []
+    items = reference.get("items")
+    for entry in items if isinstance(items, list) else []:
+        if isinstance(entry, Mapping) and isinstance(entry.get("url"), str):
+            label = _text(entry.get("attribution")) or _text(entry.get("title")) or "source"
+            links.append(f"[{label}]({entry['url']})")
+    if links:
+        return f" ({', '.join(links)})"
+    name = reference.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def _marker_text(match: re.Match[str]) -> str:
+    kind, body = match.group(1), match.group(2)
+    if kind == "entity":  # ["people", "Leo Tolstoy", "Russian writer"] → Leo Tolstoy
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return ""
+        if isinstance(value, list) and len(value) > 1 and isinstance(value[1], str):
+            lead = match.group(0)[: len(match.group(0)) - len(match.group(0).lstrip(" \t"))]
+            return lead + value[1]
+    return ""
 
 
 # --- Claude --------------------------------------------------------------------------------
@@ -177,7 +387,9 @@ def _chatgpt_text(content: Mapping[str, Any]) -> str:
 _CLAUDE_ROLES: dict[str, Role] = {"human": "user", "user": "user", "assistant": "assistant"}
 
 
-def claude_conversation(item: Mapping[str, Any]) -> ImportedConversation:
+def claude_conversation(
+    item: Mapping[str, Any], _find_asset: FindAsset = no_assets
+) -> ImportedConversation:
     chat = item.get("chat_messages")
     if not isinstance(chat, list):
         raise ValueError("chat_messages must be a list")
@@ -191,7 +403,12 @@ def claude_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         mid = _text(entry.get("uuid")) or f"m{index + 1}"
         attached = _claude_files(entry, mid)
         text = _claude_text(entry)
-        if not text.strip() and not attached:
+        # Files the export only names (images: Claude's export never holds their bytes).
+        shown = _claude_named_files(entry)
+        if not text.strip():  # attachment-only: its files are listed where the text was
+            shown += [placeholder("attachment", f.name) for f in attached]
+        text = _with_placeholders(text, shown)
+        if not text.strip():
             continue
         messages.append(
             ImportedMessage(
@@ -200,14 +417,15 @@ def claude_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         )
         files.extend(attached)
     title = _title(item.get("name"))
+    unique = _unique_ids(messages)
     return ImportedConversation(
         source_key=_source_key(
             "claude", item.get("uuid"), title, item.get("created_at"), (m.content for m in messages)
         ),
         id=_text(item.get("uuid")),
         title=title,
-        messages=_unique_ids(messages),
-        files=tuple(files),
+        messages=unique,
+        files=_files_of(files, messages, unique),
         created_at=parse_time(item.get("created_at")),
         updated_at=parse_time(item.get("updated_at")),
     )
@@ -246,41 +464,126 @@ def _claude_files(entry: Mapping[str, Any], mid: str) -> list[ImportedFile]:
     return out
 
 
+def _claude_named_files(entry: Mapping[str, Any]) -> list[str]:
+    """Placeholders for the files a message carried without their text: ``files`` /
+    ``files_v2`` (images, PDFs shown as pages) and ``attachments`` with no extracted text."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for key in ("files", "files_v2", "attachments"):
+        listed = entry.get(key)
+        for raw in listed if isinstance(listed, list) else []:
+            if not isinstance(raw, Mapping) or _text(raw.get("extracted_content")):
+                continue
+            name = _text(raw.get("file_name"))
+            uuid = _text(raw.get("file_uuid"))
+            if (uuid or name) in seen or not (uuid or name):
+                continue
+            seen.add(uuid or name)
+            image = raw.get("file_kind") == "image" or _is_image_name(name)
+            out.append(placeholder("image" if image else "file", name or uuid))
+    return out
+
+
 # --- Open WebUI ----------------------------------------------------------------------------
 
 
-def openwebui_conversation(item: Mapping[str, Any]) -> ImportedConversation:
+def openwebui_conversation(
+    item: Mapping[str, Any], _find_asset: FindAsset = no_assets
+) -> ImportedConversation:
     chat = _mapping(item.get("chat"), "chat")
     raw_messages = _openwebui_branch(chat)
     messages: list[ImportedMessage] = []
+    files: list[ImportedFile] = []
     for index, raw in enumerate(raw_messages):
         role = raw.get("role")
         content = raw.get("content")
-        if role not in ("user", "assistant", "system") or not isinstance(content, str):
+        if role not in ("user", "assistant", "system"):
             continue
-        if not content.strip():
-            continue
+        mid = _text(raw.get("id")) or f"m{index + 1}"
+        attached, shown = _openwebui_files(raw, mid)
+        text = _with_placeholders(_text(content), shown)
+        if not text.strip():
+            if not attached:
+                continue
+            text = "\n".join(placeholder(_kind(f.mime), f.name) for f in attached)
         messages.append(
             ImportedMessage(
-                id=_text(raw.get("id")) or f"m{index + 1}",
-                role=role,
-                content=content,
-                created_at=parse_time(raw.get("timestamp")),
+                id=mid, role=role, content=text, created_at=parse_time(raw.get("timestamp"))
             )
         )
+        files.extend(attached)
     title = _title(item.get("title") or chat.get("title"))
     own_id = item.get("id") or chat.get("id")
+    unique = _unique_ids(messages)
+    params = chat.get("params")
+    system = params.get("system") if isinstance(params, Mapping) else None
+    if not isinstance(system, str):
+        system = chat.get("system")  # older exports kept it beside the messages
     return ImportedConversation(
         source_key=_source_key(
             "openwebui", own_id, title, item.get("created_at"), (m.content for m in messages)
         ),
         id=_text(own_id),
         title=title,
-        messages=_unique_ids(messages),
+        messages=unique,
+        files=_files_of(files, messages, unique),
         pinned=bool(item.get("pinned")),
         created_at=parse_time(item.get("created_at") or chat.get("timestamp")),
         updated_at=parse_time(item.get("updated_at")),
+        extra={"instructions": system.strip()}
+        if isinstance(system, str) and system.strip()
+        else {},
     )
+
+
+_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(;[^,]*)?,", re.ASCII)
+
+
+def _openwebui_files(raw: Mapping[str, Any], mid: str) -> tuple[list[ImportedFile], list[str]]:
+    """A message's ``files``: an image inlined as a ``data:`` URL becomes an attachment;
+    any other image or file (held on the server it came from) a placeholder."""
+    attached: list[ImportedFile] = []
+    shown: list[str] = []
+    listed = raw.get("files")
+    for index, entry in enumerate(listed if isinstance(listed, list) else []):
+        if not isinstance(entry, Mapping):
+            continue
+        url = _text(entry.get("url"))
+        inner = entry.get("file")
+        name = _text(entry.get("name")) or (
+            _text(inner.get("filename")) if isinstance(inner, Mapping) else ""
+        )
+        image = entry.get("type") == "image" or _is_image_name(name)
+        inline = _data_url_bytes(url)
+        if inline is None:
+            if not name and url and not url.startswith("data:"):
+                name = PurePosixPath(url.split("?", 1)[0]).name
+            shown.append(placeholder("image" if image else "file", name))
+            continue
+        declared, data = inline
+        mime = media_type(name, data, declared)
+        extension = mimetypes.guess_extension(mime) or ""
+        attached.append(
+            ImportedFile(
+                id=f"{mid}-file{index + 1}",
+                name=name or f"{'image' if image else 'file'}-{index + 1}{extension}",
+                content="",
+                message_id=mid,
+                mime=mime,
+                data=data,
+            )
+        )
+    return attached, shown
+
+
+def _data_url_bytes(url: str) -> tuple[str | None, bytes] | None:
+    match = _DATA_URL.match(url)
+    if match is None or "base64" not in (match.group(2) or ""):
+        return None
+    try:
+        return match.group(1), base64.b64decode(url[match.end() :], validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _openwebui_branch(chat: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -9,7 +9,9 @@ batch of rows.
 
 Duplicates: every imported conversation records its ``source`` key (``chatgpt:<id>``,
 ``chatmem:<id>`` …; unique per user).  A key already present — or, for a chatmem export, the
-user's own conversation with that id — is skipped and counted.
+user's own conversation with that id — is skipped and counted.  A foreign conversation with
+no message left (blanked in the source app, or only tool traffic) is skipped and counted
+apart (``skipped_empty``); a chatmem export keeps even an empty conversation (lossless).
 
 Ids: a chatmem export keeps its conversation, message and file ids when they are free (a
 lossless round trip to another server); when any is taken (the same file imported by another
@@ -59,6 +61,7 @@ class ImportResult:
     format: str = ""
     imported: int = 0  # conversations created
     skipped: int = 0  # already present (same source key)
+    skipped_empty: int = 0  # foreign conversations with no text at all (blanked, never used)
     messages: int = 0
     evicted: int = 0  # conversations removed by the conversation quota (STORE-4)
     evicted_messages: int = 0  # oldest messages removed by the message quota
@@ -72,6 +75,7 @@ class ImportResult:
             "format": self.format,
             "imported": self.imported,
             "skipped": self.skipped,
+            "skipped_empty": self.skipped_empty,
             "messages": self.messages,
             "evicted": self.evicted,
             "evicted_messages": self.evicted_messages,
@@ -128,6 +132,9 @@ def import_conversations(
     seen: set[str] = set()
     for item in conversations:
         conversation, counted = item if isinstance(item, tuple) else (item, None)
+        if fmt != "chatmem" and not conversation.messages:
+            result.skipped_empty += 1  # nothing a user could read: no empty "Imported" entry
+            continue
         if conversation.source_key in seen or _already_there(session, user, conversation):
             result.skipped += 1
             continue

@@ -41,10 +41,20 @@ _PREFIX: dict[str, str] = {"chatmem": "conversations.item"}
 _ITEM_DEPTH: dict[str, int] = {"chatmem": 3}
 
 
-def _converter(fmt: Format) -> Callable[[Mapping[str, Any]], ImportedConversation]:
+def _converter(
+    fmt: Format, source: ImportSource
+) -> Callable[[Mapping[str, Any]], ImportedConversation]:
     if fmt == "chatmem":
         return native_conversation
-    return CONVERTERS[fmt]
+    convert = CONVERTERS[fmt]
+    return lambda item: convert(item, source.find_asset)
+
+
+def _single(source: ImportSource) -> bool:
+    """Whether a foreign file is one conversation object rather than a list of them."""
+    with source.open() as stream:
+        head = stream.read(64).lstrip()
+    return head.startswith(b"{")
 
 
 def sniff(source: ImportSource) -> Format:
@@ -59,16 +69,18 @@ def read_conversations(
 ) -> Iterator[ImportedConversation]:
     """Every conversation of ``source`` in file order; raises ImportFormatError on bad input."""
     fmt = fmt or sniff(source)
-    convert = _converter(fmt)
+    convert = _converter(fmt, source)
     name = FORMAT_NAMES[fmt]
+    single = fmt != "chatmem" and _single(source)  # one ChatGPT / Claude conversation
     stream = source.open(
         on_progress,
-        item_depth=_ITEM_DEPTH.get(fmt, 2),
+        item_depth=1 if single else _ITEM_DEPTH.get(fmt, 2),
         on_top_key=_native_top_key if fmt == "chatmem" else None,
     )
     index = 0
     try:
-        for item in ijson.items(stream, _PREFIX.get(fmt, "item"), use_float=True):
+        prefix = "" if single else _PREFIX.get(fmt, "item")
+        for item in ijson.items(stream, prefix, use_float=True):
             index += 1
             if not isinstance(item, Mapping):
                 raise ImportFormatError(f"{name}, conversation {index}: not a JSON object")

@@ -61,6 +61,14 @@ class ImportedFile:
 
 
 @dataclass(frozen=True)
+class Asset:
+    """A file an export holds the bytes of (a ChatGPT ZIP's ``file-AbC…-name.png``)."""
+
+    name: str
+    data: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
 class ImportedConversation:
     source_key: str
     id: str  # the source's id (native: the chatmem id, kept when free)

@@ -8,6 +8,10 @@ of the archive, never extracted to memory or disk (a member named ``../../x`` wr
 and it may unpack to no more than an upload may hold (a ZIP bomb is refused by its declared
 size; zipfile never yields more than that).
 
+A ChatGPT ZIP also holds the images and files of the conversations, named by the export's
+file id (``file-AbC123-painting.png``, ``user-…/file_00ab…-….png``): :meth:`ImportSource.
+find_asset` reads one by that id, when it is asked for, up to ``max_string_bytes``.
+
 Every stream is bounded before ijson sees a byte (SEC-1): a :class:`~chatmem.bounds.
 JsonScanner` follows the bytes as they pass and refuses deep nesting, overlong strings and
 oversized conversations with ``invalid_input``, so a 400 KB file of ``[`` costs nothing.
@@ -16,6 +20,7 @@ oversized conversations with ``invalid_input``, so a 400 KB file of ``[`` costs 
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -24,11 +29,14 @@ from typing import BinaryIO
 
 from chatmem.bounds import Bounds, JsonScanner
 from chatmem.errors import ImportFormatError
+from chatmem.store.exchange.records import Asset
 
 Progress = Callable[[int, int], None]  # (bytes read so far, total bytes)
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _BOM = b"\xef\xbb\xbf"
+# The file id a ChatGPT export names its files by: ``file-<base62>`` or ``file_<hex>``.
+_FILE_ID = re.compile(r"(file[-_][0-9A-Za-z]+)(?=[-.]|$)")
 
 
 class CountingReader(io.RawIOBase):
@@ -126,6 +134,7 @@ class ImportSource:
         self._file = file
         self._zip: zipfile.ZipFile | None = None
         self._member: zipfile.ZipInfo | None = None
+        self._assets: dict[str, zipfile.ZipInfo] = {}
         file.seek(0)
         head = file.read(4)
         file.seek(0, io.SEEK_END)
@@ -166,6 +175,28 @@ class ImportSource:
             raise ImportFormatError("The ZIP archive is encrypted; unzip it and import the file.")
         self._zip, self._member = archive, member
         self._size = member.file_size
+        for info in members:
+            found = _FILE_ID.match(PurePosixPath(info.filename).name)
+            if found and info is not member:
+                self._assets.setdefault(found.group(1), info)
+
+    def find_asset(self, file_id: str) -> Asset | None:
+        """The bytes of the file the export names ``file_id``, when the ZIP holds them (and
+        they are no larger than one string may be); ``None`` otherwise."""
+        info = self._assets.get(file_id)
+        if self._zip is None or info is None or info.flag_bits & 0x1:
+            return None
+        if info.file_size > self.bounds.max_string_bytes:
+            return None
+        name = PurePosixPath(info.filename).name[len(file_id) :].lstrip("-") or info.filename
+        try:
+            with self._zip.open(info) as member:
+                data = member.read(self.bounds.max_string_bytes + 1)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+            raise ImportFormatError(f"The ZIP archive is damaged: {exc}") from None
+        if len(data) > self.bounds.max_string_bytes:
+            return None
+        return Asset(name=name, data=data)
 
     @property
     def total_bytes(self) -> int:
