@@ -75,6 +75,7 @@ EDITABLE = (
     "window_messages",
     "window_chars",
     "instructions_role",
+    "recall",
 )
 
 #: CTX-22: the numeric memory knobs and the ranges a profile may set (inclusive).  The answer
@@ -128,9 +129,12 @@ def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
     """The engine profile for the conversation's model profile (with its summariser's
     prices); the default :class:`Profile` when the conversation has none or it is no longer
     visible to the conversation's owner."""
-    if conversation.profile_id is None:
+    profile_id = conversation.profile_id
+    if profile_id == store.AUTO_PROFILE:
+        profile_id = store.auto_planning_profile(session)  # USE-4
+    if profile_id is None:
         return Profile()
-    record = store.visible_profile(session, conversation.user_id, conversation.profile_id)
+    record = store.visible_profile(session, conversation.user_id, profile_id)
     if record is None:
         return Profile()
     summarizer = None
@@ -403,6 +407,8 @@ def public_view(row: ProfileRecord, user: User) -> dict[str, Any]:
         "stateless": row.stateless,
         "accepts_images": row.accepts_images,
         "summarizer_profile_id": row.summarizer_profile_id,
+        # Issue 17: the recall tool as set (null: on in the economy and full modes).
+        "recall": row.recall,
         "shared": row.shared,
         "owned": row.user_id == user.id,
         "editable": True,

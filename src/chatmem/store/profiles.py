@@ -107,7 +107,9 @@ def visible_profile(
 
 def profile_visible(session: Session | Connection, user_id: str, profile_id: str) -> bool:
     """Whether ``profile_id`` names a profile this user may use; conversations refuse anything
-    else with ``not_found`` (STORE-1)."""
+    else with ``not_found`` (STORE-1).  "Auto" is always allowed (USE-4)."""
+    if profile_id == AUTO_PROFILE:
+        return True
     return visible_profile(session, user_id, profile_id) is not None
 
 
@@ -119,3 +121,27 @@ def visible_profiles(session: Session, user_id: str) -> list[ProfileRecord]:
         .order_by(ModelProfile.shared.desc(), ModelProfile.name, ModelProfile.created_at)
     )
     return [ProfileRecord(*row) for row in rows]
+
+
+#: A conversation's ``profile_id`` when "Auto" chooses its model (USE-4).
+AUTO_PROFILE = "auto"
+
+
+def ranked_profiles(session: Session | Connection) -> list[ProfileRecord]:
+    """USE-4: the shared profiles "Auto" may pick, best first (``auto_rank`` ascending, an
+    administrator's setting; unranked ones are never picked).  Shared profiles are visible
+    to every user (STORE-1)."""
+    rows = connection_of(session).execute(
+        select(*PROFILE_COLUMNS)
+        .where(ModelProfile.shared.is_(True), ModelProfile.auto_rank.is_not(None))
+        .order_by(ModelProfile.auto_rank, ModelProfile.name, ModelProfile.id)
+    )
+    return [ProfileRecord(*row) for row in rows]
+
+
+def auto_planning_profile(session: Session | Connection) -> str | None:
+    """The profile an "Auto" conversation is planned with where the user's usage plays no
+    part (the memory window, the history's statuses): the best-ranked one.  A turn asks
+    ``turns.usage.resolve_auto_profile``, which also weighs the user's usage."""
+    ranked = ranked_profiles(session)
+    return ranked[0].id if ranked else None

@@ -61,6 +61,9 @@ class RunRecord:
     finished_at: datetime | None
     #: PROV-6: the "ask first" tool call the run waits on, or None.
     waiting: dict[str, Any] | None
+    #: USE-4: the profile that answered, and why it is not the one chosen (None: it is).
+    answered_by: str | None
+    answered_reason: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +178,8 @@ def start_run(
     idempotency_key: str | None = None,
     profile_id: str | None = None,
     run_id: str | None = None,
+    answered_by: str | None = None,
+    answered_reason: str | None = None,
 ) -> str:
     """Inserts a ``running`` run and returns its id (one prepared Core statement: this is on
     the way to the first token, where building a statement costs more than the insert)."""
@@ -189,6 +194,8 @@ def start_run(
             "user_message_id": user_message_id,
             "idempotency_key": idempotency_key,
             "profile_id": profile_id,
+            "answered_by": answered_by,
+            "answered_reason": answered_reason,
             "replica_id": replica_id,
             "status": "running",
             "heartbeat_at": now,
@@ -593,6 +600,8 @@ def run_public(run: RunRecord) -> dict[str, Any]:
         "last_event_id": run.last_seq,
         # PROV-6: the "ask first" tool call the turn waits on (it stays ``running``).
         "waiting": run.waiting if run.status == "running" else None,
+        "answered_by": run.answered_by,
+        "answered_reason": run.answered_reason,
         "created_at": iso(run.created_at),
         "finished_at": iso(run.finished_at),
     }

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from chatmem import context as engine
 from chatmem.context.history import CountedMessages
+from chatmem.context.recall import recall_enabled, with_recall
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import Mode, Prices, Profile
 from chatmem.errors import InvalidInput, NotFound
@@ -31,7 +32,12 @@ from chatmem.store import runs
 from chatmem.store.db import connection_of
 from chatmem.store.engine import load_engine_conversation, step_conversation
 from chatmem.store.messages import insert_message
-from chatmem.store.profiles import ProfileRecord, visible_profile
+from chatmem.store.profiles import (
+    AUTO_PROFILE,
+    ProfileRecord,
+    auto_planning_profile,
+    visible_profile,
+)
 from chatmem.store.quotas import Limits
 
 
@@ -45,6 +51,8 @@ class ModelTarget:
     engine_profile: Profile
     #: The profile's summariser (CTX-9) as stored, read with the profile row.
     summarizer_id: str | None = None
+    #: The profile's recall switch (issue 17; None: the mode's default).
+    recall: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,11 @@ class TurnInputs:
     mcp_servers: int = 0
     #: The tokenizer the plan counted with (the profile's, calibrated, CTX-2).
     tokenizer: Any = None
+    #: The built-in ``recall`` tool is offered (issue 17): it is in ``tools``.
+    recall: bool = False
+    #: USE-4: who answers a new turn, as the feed shows it (``Answerer.public()``); set when
+    #: the turn is admitted.
+    answered: Mapping[str, Any] | None = None
 
     @property
     def profile(self) -> Profile:
@@ -101,6 +114,9 @@ def resolve_target(
     prices, and — when ``secrets`` is given — the endpoint with the decrypted key).  A
     conversation without a profile, or whose profile is gone, plans with the defaults.
     ``read``: the profile when already read (:func:`load_inputs`)."""
+    if profile_id == AUTO_PROFILE:
+        # USE-4: planned with Auto's best-ranked pick; a turn passes its own resolution.
+        profile_id, read = auto_planning_profile(session), None
     if profile_id is None:
         return ModelTarget(None, None, None, Profile())
     if read is not None:
@@ -124,6 +140,7 @@ def resolve_target(
         endpoint,
         profiles.engine_profile(row, summarizer),
         row.summarizer_profile_id,
+        row.recall,
     )
 
 
@@ -300,18 +317,20 @@ def load_inputs(
         target = resolve_target(connection, row.user_id, profile_override, secrets)
     profile = target.engine_profile
     tokenizer = calibrated_tokenizer(connection, target, calibrations)
+    mode = engine.effective_mode(profile, cast(Mode, row.mode))
+    recall = recall_enabled(mode, row.recall, target.recall)
+    tools = with_recall(tools, recall)
     conversation = load_engine_conversation(
         connection,
         conversation_id,
         tokenizer=profile.tokenizer,
         instructions=row.instructions,
         tools=[dict(t) for t in tools],
-        bounds=(row.first_seq, row.last_seq),
+        bounds=(row.first_seq, row.last_seq, row.hidden_count),
         has_summary=bool(row.summaries),
         has_files=bool(row.files),
         calibration=factor_of(tokenizer),
     )
-    mode = engine.effective_mode(profile, cast(Mode, row.mode))
     if materialize:
         messages = CountedMessages(
             conversation.messages, lambda m: engine.count_message(m, tokenizer)
@@ -344,6 +363,7 @@ def load_inputs(
         plan_tokens_used=int(plan.tokens.used) if plan is not None else 0,
         mcp_servers=row.mcp_servers,
         tokenizer=tokenizer,
+        recall=recall,
     )
 
 

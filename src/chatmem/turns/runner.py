@@ -57,6 +57,7 @@ from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.types import new_id
 from chatmem.turns.approvals import Approvals
+from chatmem.turns.client_tools import ClientTools
 from chatmem.turns.compaction import run_fold
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.dbwork import read, work
@@ -70,6 +71,7 @@ from chatmem.turns.inputs import (
 )
 from chatmem.turns.journal import EventJournal
 from chatmem.turns.metering import bound_tool_result, counted_answer
+from chatmem.turns.recall import Recall
 from chatmem.turns.tool_results import ToolAttachment, bounded, store_tool_message
 from chatmem.turns.tools import ToolBox, ToolOutcome, ToolRoute
 
@@ -123,6 +125,12 @@ class TurnJob:
     #: first step when no tools are offered — it is the same request — to save a re-plan on
     #: the way to the first token.
     first_inputs: TurnInputs | None = None
+    #: USE-4: who answers, as the feed shows it (``usage.Answerer.public()``): stored with
+    #: each answer and sent with ``done``.
+    answered: dict[str, Any] | None = None
+    #: The tools an OpenAI-compatible client offers and runs itself (``turns.client_tools``):
+    #: an answer that calls one ends the turn, its calls handed back to the client.
+    client_tools: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -167,6 +175,8 @@ class TurnRunner:
         self._model_factory = model_factory
         self._stop = coordinator.stop_signal(job.run_id)
         self._tally = _Tally()
+        #: The built-in ``recall`` tool (issue 17), answered here instead of by MCP.
+        self._recall = Recall(db, job.conversation_id)
         #: The last answer's checkpoint, stored with the run's end (see ``_answer``).
         self._final: tuple[Callable[[Any], None], dict[str, Any]] | None = None
 
@@ -208,6 +218,8 @@ class TurnRunner:
         toolbox: ToolBox | None = None
         try:
             toolbox = await self._toolbox_factory()
+            if self.job.client_tools:
+                toolbox = ClientTools(toolbox, self.job.client_tools)
             note = await self._loop(toolbox)
             await self._finish("completed", note=note)
             return "completed"
@@ -263,8 +275,13 @@ class TurnRunner:
             _text, calls = await self._answer(inputs)
             if not calls:
                 return None
-            if not await self._tools(toolbox, calls):
+            handed_back = toolbox.handed_back(calls) if isinstance(toolbox, ClientTools) else []
+            made = [call for call in calls if call not in handed_back]
+            if made and not await self._tools(self._recall.box(toolbox, inputs), made):
                 return await self._guard(f"{settings.turn_max_tool_calls} tool calls")
+            if handed_back:
+                await self._hand_back(handed_back)
+                return None
 
     async def _inputs(self, toolbox: ToolBox, *, materialize: bool = False) -> TurnInputs:
         def load(session: Any) -> TurnInputs:
@@ -368,6 +385,8 @@ class TurnRunner:
         """An assistant message and its ledger row as one unit of work, and the message's id."""
         conversation_id, settings = self.job.conversation_id, self._settings
         full_meta = {"run_id": self.job.run_id, **meta}
+        if self.job.answered is not None:
+            full_meta["answered_by"] = self.job.answered
         message_id = new_id()
 
         def unit(session: Any) -> None:
@@ -511,6 +530,22 @@ class TurnRunner:
                     await self._tool_result(rest, NOT_MADE.format(why="stopped"), "not_run", None)
                 raise
         return True
+
+    async def _hand_back(self, calls: list[ToolCall]) -> None:
+        """The client's own tools (``turns.client_tools``): shown, not made; the turn ends
+        and the client sends the results with its next request."""
+        for call in calls:
+            await self._journal.emit(
+                "tool_call",
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "message_id": self._tally.last_message_id,
+                    "server": None,
+                    "client": True,
+                },
+            )
 
     async def _tool(self, toolbox: ToolBox, call: ToolCall) -> None:
         """One call: recorded before it is made (TURN-3), approved first when the server's
@@ -674,6 +709,7 @@ class TurnRunner:
                     "note": note,
                     "usage": self._tally.usage,
                     "cost": round(self._tally.cost, 8),
+                    "answered_by": self.job.answered,
                 },
             )
         try:

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import anyio
@@ -36,7 +36,7 @@ from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
-from chatmem.store.tables.conversations import File
+from chatmem.store.tables.conversations import Conversation, File
 from chatmem.store.types import new_id
 from chatmem.turns import recovery, usage
 from chatmem.turns.approvals import Approvals, Decision, decide
@@ -338,6 +338,7 @@ class TurnService:
             message_id,
             profile_override=inputs.target.profile_id if inputs.target.profile_id else None,
             first_inputs=inputs,
+            answered=dict(inputs.answered) if inputs.answered else None,
         )
 
     def _start(
@@ -376,22 +377,30 @@ class TurnService:
         conversation_id: str,
         content: str,
         file_ids: list[str],
+        *,
+        turn_start: str | None = None,
     ) -> tuple[TurnInputs, list[Any]]:
         """Everything that can refuse a turn, before anything is written: ownership, the MCP
         servers the turn will use, the model (USE-3 fallback), whether it can fit (TURN-5;
         compaction first when that makes room, CTX-19), the attached files.  Returns the
-        first step's inputs (the plan with the message as the draft) and the servers."""
-        fallback = usage.fallback_profile(session, user_id, self.settings)
+        first step's inputs (the plan with the message as the draft) and the servers.
+        ``turn_start``: the turn answers messages already stored from there on (the
+        OpenAI-compatible endpoint's tool results); ``content`` is then no draft."""
+        answerer = self._answerer(session, user_id, conversation_id)
         inputs = load_inputs(
             session,
             conversation_id,
-            draft=content,
+            turn_start=turn_start,
+            draft=None if turn_start else content,
             user_id=user_id,
-            profile_override=fallback,
+            profile_override=answerer.profile_id if answerer.reason else None,
             secrets=self.secrets,
             live_only=True,
             calibrations=self.calibrations,
         )
+        answered = answerer.public()
+        answered["profile_id"] = inputs.target.profile_id
+        inputs = replace(inputs, answered=answered)
         servers = (
             load_mcp_servers(session, self.settings, self.secrets) if inputs.mcp_servers else []
         )
@@ -410,6 +419,16 @@ class TurnService:
             if found != set(file_ids):
                 raise NotFound("file")
         return inputs, servers
+
+    def _answerer(self, session: Any, user_id: str, conversation_id: str) -> usage.Answerer:
+        """USE-3/USE-4: the profile that answers — the conversation's choice, unless it is
+        locked (the fallback answers) or "Auto" (the best one allowed now)."""
+        chosen = session.scalar(
+            select(Conversation.profile_id).where(
+                Conversation.id == conversation_id, Conversation.user_id == user_id
+            )
+        )
+        return usage.answering_profile(session, user_id, chosen, self.settings)
 
     def _admit_turn(
         self,
@@ -447,6 +466,8 @@ class TurnService:
             user_message_id=message_id,
             replica_id=self.coordinator.replica_id,
             idempotency_key=idempotency_key,
+            answered_by=inputs.target.profile_id,
+            answered_reason=(inputs.answered or {}).get("reason"),
         )
         return inputs, servers
 

@@ -1,73 +1,244 @@
-"""Usage and limits (USE-1 … USE-3): what a user spent, against what is included.
+"""Usage and limits (USE-1 … USE-5): what a user spent, against what is included, and which
+model answers a turn.
 
 Spending comes from the usage ledger (one row per model call, written by the runner and the
 compaction).  Included usage is configured per deployment (``usage_session_limit`` per
 rolling session window of ``usage_session_hours``, ``usage_week_limit`` per rolling 7 days,
-in USD; unset = unlimited).  The ring fills to the higher of the two fractions.
+in USD; unset = unlimited); an administrator may set a user's own limits instead, and grant
+extensions on top (a ``period`` grant counts while the window it was granted in lasts, a
+``permanent`` one always).  The ring fills to the higher of the two fractions.
+
+**When a window resets.**  The windows roll, so spending leaves them one ledger row at a
+time.  ``resets_at`` is when the bar next changes for the user: while the included usage is
+used up, the moment enough of the oldest spending has left the window to bring it under the
+limit again; otherwise the moment the oldest spending in the window leaves it (None when
+nothing was spent in it).
+
+**Who answers a turn** (:func:`answering_profile`).  The conversation's chosen profile, unless
+the included usage is used up: then the configured fallback answers instead (USE-3) and the
+run records it (``answered_by``, reason ``credits_exhausted``); a free profile may still
+answer when no fallback is configured, a paid one is refused with ``insufficient_credits``.
+"Auto" (USE-4) picks the best shared profile the user may use now: the lowest ``auto_rank``
+an administrator set, or the fallback while the included usage is used up.
+
+Every function takes ``now`` (UTC) for tests; callers in the app pass nothing.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
-from chatmem.errors import InsufficientCredits
+from chatmem.errors import InsufficientCredits, InvalidInput
 from chatmem.settings import Settings
-from chatmem.store import runs
+from chatmem.store import runs, spending
+from chatmem.store.profiles import (
+    AUTO_PROFILE,
+    ProfileRecord,
+    ranked_profiles,
+    visible_profile,
+)
+from chatmem.store.tables.accounts import User
+from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.types import iso, utcnow
 
 #: A second extension request within this window is answered "already notified".
 EXTENSION_REPEAT_WINDOW = timedelta(hours=24)
+#: The conversation's ``profile_id`` when Auto chooses (USE-4).
+AUTO = AUTO_PROFILE
+WEEK = timedelta(days=7)
+#: Why a turn was answered by another profile than the one chosen (``runs.answered_reason``),
+#: as the feed says it.
+REASON_NOTES = {
+    "credits_exhausted": "Answered by {name}: credits exhausted",
+    "auto": "Answered by {name} (Auto)",
+}
 
 
-def _limit(settings: Settings, name: str) -> float | None:
-    value = getattr(settings, name, None)
-    return float(value) if value is not None else None
+@dataclass(frozen=True)
+class Included:
+    """A user's included usage before grants (None: unlimited) and the window length."""
+
+    session: float | None
+    week: float | None
+    session_hours: float
+
+    @property
+    def limited(self) -> bool:
+        return self.session is not None or self.week is not None
+
+
+def included_usage(session: Session | Connection, user_id: str, settings: Settings) -> Included:
+    """The user's own limits where an administrator set them, else the deployment's."""
+    row = session.execute(
+        select(User.session_limit_usd, User.week_limit_usd).where(User.id == user_id)
+    ).first()
+    own_session, own_week = (row[0], row[1]) if row is not None else (None, None)
+    hours = float(settings.usage_session_hours or 5.0)
+    return Included(
+        session=float(own_session) if own_session is not None else settings.usage_session_limit,
+        week=float(own_week) if own_week is not None else settings.usage_week_limit,
+        session_hours=hours,
+    )
+
+
+@dataclass(frozen=True)
+class Window:
+    """One limit's window as it stands now."""
+
+    spent: float
+    included: float | None  # with grants; None: unlimited
+    resets_at: datetime | None
+
+    @property
+    def exhausted(self) -> bool:
+        return self.included is not None and self.spent >= self.included
+
+    @property
+    def fraction(self) -> float:
+        return self.spent / self.included if self.included else 0.0
+
+
+def reset_time(
+    costs: list[tuple[datetime, float]], length: timedelta, included: float | None
+) -> datetime | None:
+    """See the module docstring: when the bar of a rolling window next changes."""
+    if not costs:
+        return None
+    spent = sum(cost for _, cost in costs)
+    if included is None or spent < included:
+        return costs[0][0] + length
+    for created, cost in costs:
+        spent -= cost
+        if spent < included:
+            return created + length
+    return costs[-1][0] + length  # pragma: no cover - the loop ends below any limit >= 0
+
+
+def _window(
+    session: Session | Connection,
+    user_id: str,
+    base: float | None,
+    length: timedelta,
+    now: datetime,
+) -> Window:
+    since = now - length
+    costs = spending.costs_since(session, user_id, since)
+    included = None if base is None else base + spending.granted_since(session, user_id, since)
+    return Window(
+        spent=sum(cost for _, cost in costs),
+        included=included,
+        resets_at=reset_time(costs, length, included),
+    )
+
+
+def _windows(
+    session: Session | Connection, user_id: str, settings: Settings, now: datetime
+) -> tuple[Included, Window, Window]:
+    limits = included_usage(session, user_id, settings)
+    return (
+        limits,
+        _window(session, user_id, limits.session, timedelta(hours=limits.session_hours), now),
+        _window(session, user_id, limits.week, WEEK, now),
+    )
+
+
+def exhausted_by(
+    session: Session | Connection, user_id: str, settings: Settings, now: datetime | None = None
+) -> str | None:
+    """``session`` or ``week`` when that included usage is used up, else None (one indexed
+    read when the user has no limits: this is on every turn's way to its first token)."""
+    limits = included_usage(session, user_id, settings)
+    if not limits.limited:
+        return None
+    now = now or utcnow()
+    length = timedelta(hours=limits.session_hours)
+    if _window(session, user_id, limits.session, length, now).exhausted:
+        return "session"
+    if _window(session, user_id, limits.week, WEEK, now).exhausted:
+        return "week"
+    return None
+
+
+def _window_public(window: Window, extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **extra,
+        "spent": round(window.spent, 8),
+        "included": round(window.included, 8) if window.included is not None else None,
+        "resets_at": iso(window.resets_at),
+    }
+
+
+def _profile_name(session: Session | Connection, profile_id: str | None) -> str | None:
+    if not profile_id:
+        return None
+    row = session.execute(select(ModelProfile.name).where(ModelProfile.id == profile_id)).first()
+    return str(row[0]) if row is not None else None
 
 
 def usage_summary(
-    session: Session | Connection, user_id: str, settings: Settings
+    session: Session, user_id: str, settings: Settings, now: datetime | None = None
 ) -> dict[str, Any]:
-    now = utcnow()
-    hours = float(getattr(settings, "usage_session_hours", 5.0) or 5.0)
-    session_spent = runs.spent_since(session, user_id, now - timedelta(hours=hours))
-    week_spent = runs.spent_since(session, user_id, now - timedelta(days=7))
+    now = now or utcnow()
+    limits, session_window, week_window = _windows(session, user_id, settings, now)
     total = runs.spent_since(session, user_id, now - timedelta(days=36500))
-    session_limit = _limit(settings, "usage_session_limit")
-    week_limit = _limit(settings, "usage_week_limit")
-    fractions = []
-    if session_limit:
-        fractions.append(session_spent / session_limit)
-    if week_limit:
-        fractions.append(week_spent / week_limit)
+    fractions = [w.fraction for w in (session_window, week_window) if w.included]
     ring = max(fractions) if fractions else 0.0
-    exhausted_by = None
-    if session_limit and session_spent >= session_limit:
-        exhausted_by = "session"
-    elif week_limit and week_spent >= week_limit:
-        exhausted_by = "week"
+    exhausted = None
+    if session_window.exhausted:
+        exhausted = "session"
+    elif week_window.exhausted:
+        exhausted = "week"
     per_conversation = [
         {"conversation_id": cid, "title": title, "cost": round(float(cost), 8)}
         for cid, title, cost in runs.spent_per_conversation(session, user_id)
     ]
+    fallback_id = settings.usage_fallback_profile_id
+    session_since = now - timedelta(hours=limits.session_hours)
     return {
         "currency": "USD",
         "total": round(total, 8),
-        "session": {
-            "hours": hours,
-            "spent": round(session_spent, 8),
-            "included": session_limit,
-        },
-        "week": {"spent": round(week_spent, 8), "included": week_limit},
+        "session": _window_public(
+            session_window,
+            {
+                "hours": limits.session_hours,
+                "models": spending.spent_per_model(session, user_id, session_since),
+                "conversations": spending.spent_per_conversation_since(
+                    session, user_id, session_since
+                ),
+            },
+        ),
+        "week": _window_public(
+            week_window,
+            {
+                "models": spending.spent_per_model(session, user_id, now - WEEK),
+                "conversations": spending.spent_per_conversation_since(
+                    session, user_id, now - WEEK
+                ),
+            },
+        ),
         "ring": round(min(ring, 1.0), 4),
-        "exhausted": exhausted_by is not None,
-        "exhausted_by": exhausted_by,
-        "fallback_profile_id": getattr(settings, "usage_fallback_profile_id", None),
-        "extension_requests": bool(getattr(settings, "usage_extension_requests", True)),
+        "exhausted": exhausted is not None,
+        "exhausted_by": exhausted,
+        "fallback_profile_id": fallback_id,
+        # USE-4: the fallback in force (only while the included usage is used up) and why.
+        "fallback": (
+            {
+                "profile_id": fallback_id,
+                "name": _profile_name(session, fallback_id),
+                "reason": exhausted,
+            }
+            if exhausted is not None and fallback_id
+            else None
+        ),
+        "extension_requests": bool(settings.usage_extension_requests),
+        "requests": [spending.request_public(r) for r in spending.user_requests(session, user_id)],
         "conversations": per_conversation,
+        "models": spending.spent_per_model(session, user_id),
     }
 
 
@@ -75,14 +246,12 @@ def check_can_spend(session: Session, user_id: str, settings: Settings, amount: 
     """Refuses a paid action (manual compaction) when the included usage is used up."""
     if amount <= 0:
         return
-    summary = usage_summary(session, user_id, settings)
-    if summary["exhausted"]:
+    if exhausted_by(session, user_id, settings) is not None:
         raise InsufficientCredits()
 
 
 def request_extension(session: Session, user_id: str, settings: Settings) -> dict[str, Any]:
-    summary = usage_summary(session, user_id, settings)
-    reason = summary["exhausted_by"] or ""
+    reason = exhausted_by(session, user_id, settings) or ""
     since = utcnow() - EXTENSION_REPEAT_WINDOW
     recent = runs.last_extension_request(session, user_id, since)
     if recent is not None:
@@ -101,11 +270,93 @@ def request_extension(session: Session, user_id: str, settings: Settings) -> dic
     }
 
 
-def fallback_profile(session: Session | Connection, user_id: str, settings: Settings) -> str | None:
+def fallback_profile(
+    session: Session | Connection, user_id: str, settings: Settings, now: datetime | None = None
+) -> str | None:
     """USE-3: when the included usage is used up, turns answer with the fallback profile."""
-    fallback = getattr(settings, "usage_fallback_profile_id", None)
+    fallback = settings.usage_fallback_profile_id
     if not fallback:
         return None
-    if settings.usage_session_limit is None and settings.usage_week_limit is None:
-        return None
-    return fallback if usage_summary(session, user_id, settings)["exhausted"] else None
+    return fallback if exhausted_by(session, user_id, settings, now) is not None else None
+
+
+# --- who answers (USE-3, USE-4) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answerer:
+    """The profile that answers a turn, and why it is not the one chosen (None: it is)."""
+
+    profile_id: str | None
+    reason: str | None = None
+    name: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        """As the feed shows it: ``note`` is "Answered by basic: credits exhausted"."""
+        note = REASON_NOTES[self.reason].format(name=self.name) if self.reason else None
+        return {
+            "profile_id": self.profile_id,
+            "name": self.name,
+            "reason": self.reason,
+            "note": note,
+        }
+
+
+def _is_free(profile: ProfileRecord) -> bool:
+    return bool(profile.free) or not (profile.input_price_per_mtok or profile.output_price_per_mtok)
+
+
+def resolve_auto_profile(
+    session: Session | Connection,
+    user_id: str,
+    settings: Settings,
+    now: datetime | None = None,
+) -> Answerer:
+    """USE-4: the best profile this user may use now for "Auto" — the shared profile with the
+    lowest ``auto_rank`` (an administrator's setting); while the user's included usage is
+    used up, the fallback (or else the best-ranked free profile).  Raises
+    :class:`InvalidInput` when there is none.  The reason of the answer is ``auto``, or
+    ``credits_exhausted`` when the usage made the choice."""
+    exhausted = exhausted_by(session, user_id, settings, now) is not None
+    ranked = ranked_profiles(session)
+    if exhausted:
+        fallback = settings.usage_fallback_profile_id
+        record = visible_profile(session, user_id, fallback) if fallback else None
+        if record is None:
+            record = next((p for p in ranked if _is_free(p)), None)
+        if record is None:
+            raise InsufficientCredits(
+                "Credits exhausted, and no model is left for Auto: ask an administrator."
+            )
+        return Answerer(record.id, "credits_exhausted", record.name)
+    if not ranked:
+        raise InvalidInput(
+            "Auto has no model to choose from: an administrator ranks shared profiles for Auto."
+        )
+    return Answerer(ranked[0].id, "auto", ranked[0].name)
+
+
+def answering_profile(
+    session: Session | Connection,
+    user_id: str,
+    chosen: str | None,
+    settings: Settings,
+    now: datetime | None = None,
+) -> Answerer:
+    """Which profile answers a turn on ``chosen`` (the conversation's profile id, ``auto`` or
+    None): see the module docstring.  Enforced by the server, whatever the client shows."""
+    if chosen == AUTO:
+        return resolve_auto_profile(session, user_id, settings, now)
+    if chosen is None or exhausted_by(session, user_id, settings, now) is None:
+        return Answerer(chosen)
+    fallback = settings.usage_fallback_profile_id
+    if chosen == fallback:
+        return Answerer(chosen)
+    if fallback and visible_profile(session, user_id, fallback) is not None:
+        return Answerer(fallback, "credits_exhausted", _profile_name(session, fallback))
+    record = visible_profile(session, user_id, chosen)
+    if record is not None and _is_free(record):
+        return Answerer(chosen)
+    raise InsufficientCredits(
+        "Credits exhausted: this model is locked until the included usage resets."
+    )

@@ -40,6 +40,7 @@ def user_public(user: User) -> dict[str, Any]:
         "is_admin": user.is_admin,
         "created_at": iso(user.created_at),
         "evicted": evicted_public(user),
+        "locale": user.locale,
     }
 
 
@@ -66,6 +67,8 @@ def conversation_public(conversation: Conversation, **extra: Any) -> dict[str, A
         "archived": conversation.archived_at is not None,
         # CTX-23: the conversation this one was continued from, if any.
         "source_conversation_id": conversation.source_conversation_id,
+        # Issue 17: the recall switch as set (null: the profile's, else the mode's default).
+        "recall": conversation.recall,
         **extra,
     }
 
@@ -82,6 +85,8 @@ def message_public(message: Message, tokens_column: str, status: str | None) -> 
         "tool_calls": message.tool_calls or [],
         "tool_call_id": message.tool_call_id,
         "status": status,
+        # USE-4: the profile that answered (with the feed's note when it is not the chosen).
+        "answered_by": (message.meta or {}).get("answered_by"),
     }
 
 
