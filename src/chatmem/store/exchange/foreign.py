@@ -285,34 +285,36 @@ class _ChatgptParts:
         parts = content.get("parts")
         if not isinstance(parts, list):
             return _text(content.get("text"))
-        pieces: list[str] = []
+        # (text, what): "text" written by someone, "named" a placeholder for a file the
+        # export does not hold, "attached" a placeholder for a file that became an attachment
+        pieces: list[tuple[str, str]] = []
         shown: set[str] = set()
         for part in parts:
             if isinstance(part, str):
-                pieces.append(part)
+                pieces.append((part, "text"))
             elif isinstance(part, Mapping):
                 if part.get("content_type") == "image_asset_pointer":
                     file_id = _file_id(_text(part.get("asset_pointer")))
                     shown.add(file_id)
                     pieces.append(self._attach(file_id, "image", part.get("mime_type")))
                 elif isinstance(part.get("text"), str):
-                    pieces.append(part["text"])
+                    pieces.append((part["text"], "text"))
         for file_id, entry in self.names.items():  # files sent along, not shown as parts
             if file_id not in shown:
                 kind = "image" if _is_image_name(_text(entry.get("name"))) else "file"
                 pieces.insert(0, self._attach(file_id, kind, entry.get("mime_type")))
-        held = [p for p in pieces if p]
-        # An attached file leaves an empty piece: say so only when nothing else is left.
-        if not any(p.strip() for p in held) and self.files:
-            return "\n".join(placeholder(_kind(f.mime), f.name) for f in self.files)
-        return "\n".join(held)
+        # An attachment shows in the message; its placeholder stands only where no text is.
+        written = any(text.strip() for text, what in pieces if what == "text")
+        return "\n".join(
+            text for text, what in pieces if text and (what != "attached" or not written)
+        )
 
-    def _attach(self, file_id: str, kind: str, declared: Any) -> str:
+    def _attach(self, file_id: str, kind: str, declared: Any) -> tuple[str, str]:
         entry = self.names.get(file_id, {})
         asset = self.find_asset(file_id) if file_id else None
         name = _text(entry.get("name")) or (asset.name if asset else "") or file_id
         if asset is None:
-            return placeholder(kind, name)
+            return placeholder(kind, name), "named"
         mime = media_type(name, asset.data, entry.get("mime_type") or declared)
         self.files.append(
             ImportedFile(
@@ -324,7 +326,7 @@ class _ChatgptParts:
                 data=asset.data,
             )
         )
-        return ""
+        return placeholder(_kind(mime), name), "attached"
 
 
 def _kind(mime: str | None) -> str:
