@@ -126,11 +126,16 @@ def create_conversation(
     mode: str = "full",
     profile_id: str | None = None,
     instructions: str = "",
+    conversation_id: str | None = None,
+    recall: bool | None = None,
 ) -> Conversation:
+    """``conversation_id``: the new conversation's id when the caller needs it first (to
+    take its lock before it exists); a fresh one otherwise."""
     if folder_id is not None:
         owned_folder(session, user, folder_id)
     now = utcnow()
     conversation = Conversation(
+        **({"id": conversation_id} if conversation_id else {}),
         user_id=user.id,
         title=_title(title),
         folder_id=folder_id,
@@ -138,6 +143,7 @@ def create_conversation(
         mode=check_mode(mode),
         profile_id=profile_id,
         instructions=instructions,
+        recall=recall,
         created_at=now,
         updated_at=now,
         last_active_at=now,
@@ -172,6 +178,8 @@ def update_conversation(
         conversation.profile_id = changes["profile_id"]
     if "instructions" in changes:
         conversation.instructions = changes["instructions"] or ""
+    if "recall" in changes:  # issue 17: None follows the profile and the mode again
+        conversation.recall = changes["recall"]
     conversation.updated_at = utcnow()
     session.flush()
 

@@ -26,6 +26,8 @@ class ConversationCreate(Body):
     mode: Mode = "full"
     profile_id: str | None = None
     instructions: str = ""
+    #: Issue 17: the ``recall`` tool; null follows the profile, then the memory mode.
+    recall: bool | None = None
 
 
 class ConversationUpdate(Body):
@@ -35,6 +37,8 @@ class ConversationUpdate(Body):
     mode: Mode | None = None
     profile_id: str | None = None
     instructions: str | None = None
+    #: Issue 17: true / false, or null to follow the profile and the memory mode again.
+    recall: bool | None = None
 
 
 def _check_profile(session: DbSession, user: CurrentUser, profile_id: str | None) -> None:

@@ -95,6 +95,8 @@ class ProfileCreate(MemoryKnobs):
     accepts_images: bool = False
     summarizer_profile_id: str | None = None
     shared: bool = False
+    #: Issue 17: the recall tool; null: on in the economy and full modes.
+    recall: bool | None = None
 
 
 class ProfileUpdate(MemoryKnobs):
@@ -114,6 +116,8 @@ class ProfileUpdate(MemoryKnobs):
     accepts_images: bool | None = None
     summarizer_profile_id: str | None = None
     shared: bool | None = None
+    #: Issue 17: true / false, or null for the memory mode's default.
+    recall: bool | None = None
 
 
 # Fields where an explicit null means "clear"; for the others null means "unchanged".
@@ -123,6 +127,7 @@ _NULLABLE = {
     "output_price_per_mtok",
     "summarizer_profile_id",
     "answer_reserve",
+    "recall",
     *repo.KNOBS,
 }
 
