@@ -119,7 +119,11 @@ def test_ctx15_excluding_a_pair_dims_it_and_including_restores_it(
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(
         2
     )  # the question and its answer
-    expect(first_question.get_by_role("button", name="Out of memory")).to_be_visible()
-    expect(first_question.locator(".excluded-label")).to_be_visible()
+    # One label per state: an excluded pair says "Excluded from memory" only.
+    first_answer = alice.locator("#messages > .message.role-assistant").first
+    for message in (first_question, first_answer):
+        expect(message.locator(".excluded-label")).to_have_text("Excluded from memory")
+        expect(message.locator(".excluded-label")).to_be_visible()
+        expect(message.get_by_role("button", name="Out of memory")).to_be_hidden()
     first_question.get_by_role("button", name="Include in memory").click()
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(0)

@@ -93,6 +93,56 @@
     node.querySelector(".content").append(box);
   }
 
+  /* PROJ-3: an answer is shown as Markdown (markdown.js) in its `.md` box; "Raw text" shows
+     the text as it came.  Questions stay plain text with their line breaks. */
+  const sources = new WeakMap(); // .md box → its Markdown text
+
+  function formattedBox(node) {
+    let box = node.querySelector(".content > .md");
+    if (box) return box;
+    box = el("div", { class: "md" });
+    node.querySelector(".content").prepend(box);
+    const toggle = node.querySelector(".raw-toggle");
+    toggle.addEventListener("click", () => {
+      const raw = toggle.getAttribute("aria-pressed") !== "true";
+      toggle.setAttribute("aria-pressed", String(raw));
+      let rawBox = node.querySelector(".content > .raw-text");
+      if (!rawBox) { rawBox = el("div", { class: "raw-text" }); box.after(rawBox); }
+      rawBox.textContent = sources.get(box) || "";
+      rawBox.hidden = !raw;
+      box.hidden = raw;
+    });
+    return box;
+  }
+
+  function setText(node, box, text) {
+    sources.set(box, text);
+    node.querySelector(".raw-toggle").hidden = !text;
+    window.chatmem.markdown.update(box, text);
+    const rawBox = node.querySelector(".content > .raw-text");
+    if (rawBox && !rawBox.hidden) rawBox.textContent = text;
+  }
+
+  /* The text of a live answer: deltas gather and are rendered once per frame. */
+  function liveText(node) {
+    const box = formattedBox(node);
+    let text = "";
+    let frame = 0;
+    const flush = () => {
+      if (frame) { cancelAnimationFrame(frame); frame = 0; }
+      const stick = nearEnd();
+      setText(node, box, text);
+      if (stick) scrollToEnd();
+    };
+    return {
+      append(more) {
+        text += more;
+        if (!frame) frame = requestAnimationFrame(() => { frame = 0; flush(); });
+      },
+      flush,
+    };
+  }
+
   function renderMessage(m) {
     const node = messageTemplate.content.firstElementChild.cloneNode(true);
     node.dataset.id = m.id || "";
@@ -101,6 +151,9 @@
     const content = node.querySelector(".content");
     if (m.role === "tool") {
       content.append(toolResultBox(m.content, m.name || state.toolNames.get(m.tool_call_id)));
+    } else if (m.role === "assistant") {
+      if (m.content) setText(node, formattedBox(node), m.content);
+      for (const call of m.tool_calls || []) content.append(toolCallBox(call));
     } else {
       if (m.content) content.append(document.createTextNode(m.content));
       for (const call of m.tool_calls || []) content.append(toolCallBox(call));
@@ -124,7 +177,7 @@
     node.classList.toggle("dimmed", dimmed);
     node.dataset.status = status;
     const label = node.querySelector(".oom-label");
-    label.hidden = !dimmed;
+    label.hidden = !dimmed || status === "excluded"; // one label per state
     label.title = REASONS[status] || "";
     node.querySelector(".excluded-label").hidden = status !== "excluded";
     const toggle = node.querySelector(".exclude-pair");
@@ -412,22 +465,18 @@
     let node = appendLocal("assistant", "");
     state.liveNode = node;
     node.classList.add("streaming");
-    let textNode = document.createTextNode("");
-    node.querySelector(".content").append(textNode);
+    let text = liveText(node);
     const follow = () => { if (nearEnd()) scrollToEnd(); };
     return {
       node: () => node,
-      appendText(text) {
-        const stick = nearEnd();
-        textNode.data += text;
-        if (stick) scrollToEnd();
-      },
+      appendText(more) { text.append(more); },
       addToolCall(call) {
         node.querySelector(".content").append(toolCallBox(call));
         follow();
       },
       addApproval(data, runId) { approvalBox(node, data, runId); follow(); },
       addToolResult(result) {
+        text.flush();
         const box = appendLocal("tool", "");
         box.querySelector(".content").replaceChildren(toolResultBox(result.content ?? result.result ?? result.output ?? "", result.name));
         // The model continues after a tool result in a new assistant bubble.
@@ -435,8 +484,7 @@
         node = appendLocal("assistant", "");
         state.liveNode = node;
         node.classList.add("streaming");
-        textNode = document.createTextNode("");
-        node.querySelector(".content").append(textNode);
+        text = liveText(node);
         follow();
       },
       addNote(text, cls) {
@@ -445,6 +493,7 @@
         follow();
       },
       finish() {
+        text.flush();
         node.classList.remove("streaming");
         if (state.progress) { state.progress.remove(); state.progress = null; }
       },
