@@ -31,7 +31,7 @@ from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunnin
 from chatmem.models.clients import ModelClients
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
-from chatmem.store import runs
+from chatmem.store import runs, versions
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
 from chatmem.store.messages import insert_message
@@ -64,6 +64,16 @@ MAX_CONTENT_CHARS = 1_000_000
 
 def lock_name(conversation_id: str) -> str:
     return f"conversation:{conversation_id}"
+
+
+@dataclass(frozen=True)
+class Redo:
+    """PROJ-3: a turn that answers again — ``regenerate`` the answer to the last question
+    (``message_id``: that question or a message of its answer), or else the last question
+    (``message_id``) edited and sent again."""
+
+    message_id: str
+    regenerate: bool
 
 
 @dataclass(frozen=True)
@@ -279,8 +289,12 @@ class TurnService:
         *,
         file_ids: list[str] | None = None,
         idempotency_key: str | None = None,
+        redo: Redo | None = None,
     ) -> Submitted:
-        if not content.strip() and not file_ids:
+        """Starts a turn.  ``redo`` (PROJ-3): answer the last question again, or replace it
+        by ``content`` — the old answer (and question) stay as hidden versions."""
+        regenerate = redo is not None and redo.regenerate
+        if not regenerate and not content.strip() and not file_ids:
             raise InvalidInput("content: write a message first")
         if len(content) > MAX_CONTENT_CHARS:
             raise InvalidInput(f"content: at most {MAX_CONTENT_CHARS} characters")
@@ -297,9 +311,9 @@ class TurnService:
                 # One short unit of work — on the event loop on SQLite when the write lock
                 # is free (``quick_work``): everything that can refuse the turn, then the
                 # message and the run.
-                inputs, servers = await quick_work(
+                inputs, servers, message_id = await quick_work(
                     self.db,
-                    self._admit_turn,
+                    self._admit_redo,
                     user_id,
                     conversation_id,
                     content,
@@ -307,6 +321,7 @@ class TurnService:
                     idempotency_key,
                     run_id=run_id,
                     message_id=message_id,
+                    redo=redo,
                 )
             except IntegrityError:
                 # A concurrent retry with the same key won the race: answer with its run.
@@ -470,6 +485,68 @@ class TurnService:
             answered_reason=(inputs.answered or {}).get("reason"),
         )
         return inputs, servers
+
+    def _admit_redo(
+        self,
+        session: Any,
+        user_id: str,
+        conversation_id: str,
+        content: str,
+        file_ids: list[str],
+        idempotency_key: str | None,
+        *,
+        run_id: str,
+        message_id: str,
+        redo: Redo | None,
+    ) -> tuple[TurnInputs, list[Any], str]:
+        """:meth:`_admit_turn`, after a ``redo`` put the last answer (and question) away as
+        versions (PROJ-3); also returns the id of the question the turn answers."""
+        if redo is None:
+            return (
+                *self._admit_turn(
+                    session,
+                    user_id,
+                    conversation_id,
+                    content,
+                    file_ids,
+                    idempotency_key,
+                    run_id=run_id,
+                    message_id=message_id,
+                ),
+                message_id,
+            )
+        conversation = owned_conversation_row(session, user_id, conversation_id)
+        if not redo.regenerate:
+            edit = versions.begin_edit(session, conversation, redo.message_id)
+            inputs, servers = self._admit_turn(
+                session,
+                user_id,
+                conversation_id,
+                content,
+                file_ids,
+                idempotency_key,
+                run_id=run_id,
+                message_id=message_id,
+            )
+            versions.finish_edit(session, conversation_id, edit, message_id)
+            return inputs, servers, message_id
+        # Regenerate: the question is stored already; the turn answers it again.
+        question_id = versions.begin_regenerate(session, conversation, redo.message_id)
+        inputs, servers = self._prepare(
+            session, user_id, conversation_id, "", [], turn_start=question_id
+        )
+        runs.start_run(
+            session,
+            run_id=run_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            user_message_id=question_id,
+            replica_id=self.coordinator.replica_id,
+            idempotency_key=idempotency_key,
+            answered_by=inputs.target.profile_id,
+            answered_reason=(inputs.answered or {}).get("reason"),
+        )
+        return inputs, servers, question_id
 
     async def _run(self, live: LiveRun) -> None:
         job = live.job

@@ -25,6 +25,7 @@ from chatmem.web.body_limit import BodyLimitMiddleware
 from chatmem.web.deps import CredentialCache
 from chatmem.web.errors import install_error_handlers
 from chatmem.web.json_bounds import JsonBoundsMiddleware
+from chatmem.web.openai_compat.routes import install_openai_compat
 from chatmem.web.security import SecurityHeadersMiddleware, install_api_docs
 from chatmem.web.ui import install_ui
 
@@ -81,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(JsonBoundsMiddleware, settings=settings)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     install_api(app)
+    install_openai_compat(app)
     install_ui(app)
     install_api_docs(app, "/api/docs")
     # Outermost: every response gets the hardening headers (SEC-3).

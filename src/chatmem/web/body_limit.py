@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chatmem.settings import Settings
-from chatmem.web.errors import error_response
+from chatmem.web.errors import error_response_for
 
 IMPORT_PATH = "/api/v1/import"
 
@@ -44,8 +44,11 @@ class BodyLimitMiddleware:
             except ValueError:
                 too_big = False
             if too_big:
-                response = error_response(
-                    "payload_too_large", f"The request body is larger than {limit} bytes.", 413
+                response = error_response_for(
+                    scope.get("path", ""),
+                    "payload_too_large",
+                    f"The request body is larger than {limit} bytes.",
+                    413,
                 )
                 await response(scope, receive, send)
                 return

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from chatmem.context.errors import EngineError
 from chatmem.errors import ChatmemError
+from chatmem.web.openai_compat.errors import is_openai_path, openai_error
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,22 @@ def error_response(
     )
 
 
+def error_response_for(
+    path: str,
+    code: str,
+    message: str,
+    status: int | None = None,
+    details: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """:func:`error_response`, or OpenAI's error shape on the OpenAI-compatible ``/v1/*``."""
+    if is_openai_path(path):
+        return openai_error(
+            code, message, status or STATUS_BY_CODE.get(code, 400), details, headers
+        )
+    return error_response(code, message, status, details, headers)
+
+
 def _allowed_methods(request: Request) -> list[str] | None:
     """RFC 9110: a 405 lists every method of the resource.  FastAPI makes one route per
     method and Starlette's own ``Allow`` names only the first that matched the path, so the
@@ -152,24 +169,25 @@ def _allowed_methods(request: Request) -> list[str] | None:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ChatmemError)
-    async def _chatmem(_: Request, exc: ChatmemError) -> JSONResponse:
-        response = error_response(exc.code, exc.message, details=exc.data)
+    async def _chatmem(request: Request, exc: ChatmemError) -> JSONResponse:
+        response = error_response_for(request.url.path, exc.code, exc.message, details=exc.data)
         retry_after = exc.data.get("retry_after")
         if exc.code == "rate_limited" and isinstance(retry_after, int):
             response.headers["Retry-After"] = str(retry_after)  # CONTRACT: 429 carries it
         return response
 
     @app.exception_handler(EngineError)
-    async def _engine(_: Request, exc: EngineError) -> JSONResponse:
-        return error_response(exc.code, str(exc), details=exc.details())
+    async def _engine(request: Request, exc: EngineError) -> JSONResponse:
+        return error_response_for(request.url.path, exc.code, str(exc), details=exc.details())
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         first = errors[0] if errors else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         msg = first.get("msg", "invalid input")
-        return error_response("invalid_input", f"{where}: {msg}" if where else msg, 422)
+        text = f"{where}: {msg}" if where else msg
+        return error_response_for(request.url.path, "invalid_input", text, 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -178,9 +196,12 @@ def install_error_handlers(app: FastAPI) -> None:
         allowed = _allowed_methods(request) if exc.status_code == 405 else None
         if allowed:  # every method of the path, not just the first route's
             headers["Allow"] = ", ".join(allowed)
-        return error_response(code, str(exc.detail), exc.status_code, headers=headers)
+        return error_response_for(
+            request.url.path, code, str(exc.detail), exc.status_code, headers=headers
+        )
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
-        return error_response("internal_error", "Something went wrong on the server.", 500)
+        message = "Something went wrong on the server."
+        return error_response_for(request.url.path, "internal_error", message, 500)

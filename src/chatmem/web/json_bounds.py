@@ -1,7 +1,7 @@
 """A pure ASGI middleware that bounds every JSON request body of the API before a route parses
 it (SEC-1; the rules live in :mod:`chatmem.bounds`).
 
-For ``/api/…`` requests it refuses, with 422 ``invalid_input`` naming what and where:
+For ``/api/…`` and ``/v1/…`` (the OpenAI-compatible endpoint) requests it refuses, with 422 ``invalid_input`` naming what and where:
 
 * a NUL anywhere in the path or the query string (PostgreSQL cannot store it, and no id,
   search or cursor ever holds one — the same answer on SQLite);
@@ -26,7 +26,7 @@ from chatmem.bounds import Bounds, loads
 from chatmem.errors import InvalidInput
 from chatmem.settings import Settings
 from chatmem.web.body_limit import IMPORT_PATH, BodyTooLarge
-from chatmem.web.errors import error_response
+from chatmem.web.errors import error_response_for
 
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -57,12 +57,12 @@ class JsonBoundsMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if not path.startswith("/api/"):
+        if not path.startswith(("/api/", "/v1/")):
             await self.app(scope, receive, send)
             return
         problem = _url_problem(scope)
         if problem is not None:
-            await error_response("invalid_input", problem, 422)(scope, receive, send)
+            await error_response_for(path, "invalid_input", problem, 422)(scope, receive, send)
             return
         if (
             scope.get("method") not in _WRITES
@@ -74,13 +74,14 @@ class JsonBoundsMiddleware:
         try:
             body = await _read_body(receive)
         except BodyTooLarge as exc:
-            await error_response("payload_too_large", str(exc.detail), 413)(scope, receive, send)
+            too_large = error_response_for(path, "payload_too_large", str(exc.detail), 413)
+            await too_large(scope, receive, send)
             return
         try:
             if body:
                 loads(body, self.bounds)
         except InvalidInput as exc:
-            await error_response("invalid_input", exc.message, 422)(scope, receive, send)
+            await error_response_for(path, "invalid_input", exc.message, 422)(scope, receive, send)
             return
         except (ValueError, RecursionError):  # broken JSON: the route answers it as usual
             pass
