@@ -28,6 +28,8 @@ class User(Base):
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     evicted_conversations: Mapped[int] = mapped_column(Integer, default=0)
     evicted_messages: Mapped[int] = mapped_column(Integer, default=0)
+    #: The interface language the user chose (PROJ-4); NULL: the browser's.
+    locale: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     session_limit_usd: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -58,24 +58,30 @@
     return [];
   }
 
-  /* 45000 → "45K", 1000000 → "1M", 1500000 → "1.5M", 950 → "950". */
-  function fmtTokens(n) {
-    n = Math.max(0, Math.round(Number(n) || 0));
-    const trim = (x) => String(Math.round(x * 10) / 10).replace(/\.0$/, "");
-    if (n >= 1e6) return trim(n / 1e6) + "M";
-    if (n >= 1e4) return Math.round(n / 1e3) + "K";
-    if (n >= 1e3) return trim(n / 1e3) + "K";
-    return String(n);
+  /* Numbers follow the page's language (PROJ-4): 1234 → "1,234" / "1 234" / "1.234"; token
+     counts are compact as the original Russian page writes them ("45 тыс. / 1 млн"):
+     45000 → "45K" / "45 тыс." / "45 rb", 1500000 → "1.5M" / "1,5 млн". */
+  const lang = () => document.documentElement.lang || "en";
+  const formats = new Map();
+  function numberFormat(options) {
+    const key = lang() + JSON.stringify(options);
+    if (!formats.has(key)) formats.set(key, new Intl.NumberFormat(lang(), options));
+    return formats.get(key);
   }
 
-  function fmtInt(n) { return Math.round(Number(n) || 0).toLocaleString("en-US"); }
+  function fmtTokens(n) {
+    return numberFormat({ notation: "compact" }).format(Math.max(0, Math.round(Number(n) || 0)));
+  }
+
+  function fmtInt(n) { return numberFormat({}).format(Math.round(Number(n) || 0)); }
 
   function fmtPrice(amount, currency) {
     const x = Number(amount) || 0;
-    const symbol = !currency || currency === "USD" ? "$" : currency + " ";
-    if (x === 0) return symbol + "0";
-    if (x < 0.01) return symbol + x.toPrecision(2).replace(/0+$/, "");
-    return symbol + x.toFixed(x < 1 ? 3 : 2);
+    const options = { style: "currency", currency: currency || "USD", currencyDisplay: "narrowSymbol" };
+    if (x === 0) Object.assign(options, { maximumFractionDigits: 0 });
+    else if (x < 0.01) Object.assign(options, { maximumSignificantDigits: 2 });
+    else Object.assign(options, { minimumFractionDigits: x < 1 ? 3 : 2, maximumFractionDigits: x < 1 ? 3 : 2 });
+    try { return numberFormat(options).format(x); } catch (_) { return currency + " " + fmtInt(x); }
   }
 
   function el(tag, attrs, children) {

@@ -15,10 +15,13 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
+from jinja2.runtime import Context
 
 from chatmem import __version__
+from chatmem.web.i18n import DEFAULT_LOCALE, LANGUAGE_NAMES, Language, languages
 from chatmem.web.security import safe_next_path
-from chatmem.web.ui.session import Viewer, viewer_of
+from chatmem.web.ui.session import Viewer, page_language, viewer_of
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -35,12 +38,57 @@ def _static_url(name: str) -> str:
 
 templates.env.globals["static"] = _static_url
 
+
+def _language(context: Context) -> Language:
+    """The page's language: set by :func:`_page`, else resolved from the request (a page
+    rendered some other way still speaks its user's language)."""
+    language = context.get("lang")
+    if isinstance(language, Language):
+        return language
+    request = context.get("request")
+    if isinstance(request, Request):
+        return page_language(request, viewer_of(request))
+    return languages()[DEFAULT_LOCALE]
+
+
+@pass_context
+def _gettext(context: Context, message: str) -> str:
+    return _language(context).gettext(message)
+
+
+@pass_context
+def _ngettext(context: Context, singular: str, plural: str, n: int) -> str:
+    return _language(context).ngettext(singular, plural, n)
+
+
+@pass_context
+def _number(context: Context, value: float) -> str:
+    return _language(context).number(value)
+
+
+@pass_context
+def _compact(context: Context, value: float) -> str:
+    return _language(context).compact(value)
+
+
+# PROJ-4: {% trans %} and _() in templates look messages up in the page's language.
+templates.env.add_extension("jinja2.ext.i18n")
+templates.env.install_gettext_callables(  # type: ignore[attr-defined]  # added by the extension
+    _gettext, _ngettext, newstyle=True
+)
+templates.env.filters["number"] = _number
+templates.env.filters["compact"] = _compact
+templates.env.globals["language_names"] = LANGUAGE_NAMES
+
 router = APIRouter(include_in_schema=False)
 
 
 def _page(request: Request, template: str, viewer: Viewer | None, **context: Any) -> Response:
+    lang = page_language(request, viewer)
     return templates.TemplateResponse(
-        request, template, {"viewer": viewer, "page": template.removesuffix(".html"), **context}
+        request,
+        template,
+        {"viewer": viewer, "page": template.removesuffix(".html"), "lang": lang, **context},
     )
 
 

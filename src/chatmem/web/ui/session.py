@@ -15,12 +15,14 @@ from fastapi import Request
 from chatmem.auth.cookies import SESSION_COOKIE
 from chatmem.store import accounts
 from chatmem.store.tables.accounts import User
+from chatmem.web.i18n import Language, choose
 
 
 @dataclass(frozen=True)
 class Viewer:
     name: str
     is_admin: bool = False
+    locale: str | None = None  # the interface language they chose (PROJ-4)
 
 
 def viewer_of(request: Request) -> Viewer | None:
@@ -35,4 +37,14 @@ def viewer_of(request: Request) -> Viewer | None:
         user = session.get(User, browser.user_id)
         if user is None:
             return None
-        return Viewer(name=user.name, is_admin=bool(user.is_admin))
+        return Viewer(name=user.name, is_admin=bool(user.is_admin), locale=user.locale)
+
+
+def page_language(request: Request, viewer: Viewer | None) -> Language:
+    """The language this page is shown in (PROJ-4): the viewer's setting, else the
+    browser's ``Accept-Language``; kept on the request so a page resolves it once."""
+    language = getattr(request.state, "language", None)
+    if not isinstance(language, Language):
+        language = choose(viewer.locale if viewer else None, request.headers.get("accept-language"))
+        request.state.language = language
+    return language

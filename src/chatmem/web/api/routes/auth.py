@@ -8,7 +8,7 @@ session and redirects to ``/``; ``POST /api/v1/auth/logout`` closes the session.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
@@ -85,4 +85,18 @@ def signin_link(token: str, session: DbSession, settings: SettingsDep) -> Respon
 
 @router.get("/api/v1/me")
 def me(user: CurrentUser) -> dict[str, Any]:
+    return user_public(user)
+
+
+class MeUpdate(Body):
+    #: The interface language (PROJ-4): one of ``en``, ``ru``, ``it``, ``id``; ``null`` lets
+    #: the browser's ``Accept-Language`` decide.
+    locale: Literal["en", "ru", "it", "id"] | None
+
+
+@router.patch("/api/v1/me")
+def update_me(body: MeUpdate, user: CurrentUser, session: DbSession) -> dict[str, Any]:
+    """The user's own settings: the interface language."""
+    user.locale = body.locale
+    session.flush()
     return user_public(user)
