@@ -68,7 +68,9 @@ def count_users(session: Session) -> int:
     return session.scalar(select(func.count()).select_from(User)) or 0
 
 
-_PASSWORD_OF = select(User.id, User.password_hash).where(User.name == bindparam("name"))
+_PASSWORD_OF = select(User.id, User.password_hash, User.disabled).where(
+    User.name == bindparam("name")
+)
 
 
 def check_password(db: Database, name: str, password: str) -> str:
@@ -84,6 +86,8 @@ def check_password(db: Database, name: str, password: str) -> str:
     stored = row.password_hash if row is not None else None
     if not verify_password(stored, password) or row is None:
         raise Unauthorized("Wrong user name or password.")
+    if row.disabled:
+        raise Unauthorized("This account is disabled; ask an administrator.")
     return str(row.id)
 
 
@@ -99,10 +103,17 @@ def create_api_token(session: Session, user: User, label: str = "") -> str:
 
 # Every request authenticates with one of these: built once (building a statement costs
 # SQLAlchemy more than SQLite takes to run it).
-_USER_ID_FOR_TOKEN = select(ApiToken.user_id).where(ApiToken.token_hash == bindparam("digest"))
-_BROWSER_SESSION = select(
-    BrowserSession.user_id, BrowserSession.csrf_token, BrowserSession.expires_at
-).where(BrowserSession.token_hash == bindparam("digest"))
+# A disabled account's tokens and sessions stop working (USE-5): they are not found.
+_USER_ID_FOR_TOKEN = (
+    select(ApiToken.user_id)
+    .join(User, User.id == ApiToken.user_id)
+    .where(ApiToken.token_hash == bindparam("digest"), User.disabled.is_(False))
+)
+_BROWSER_SESSION = (
+    select(BrowserSession.user_id, BrowserSession.csrf_token, BrowserSession.expires_at)
+    .join(User, User.id == BrowserSession.user_id)
+    .where(BrowserSession.token_hash == bindparam("digest"), User.disabled.is_(False))
+)
 
 
 def user_id_for_api_token(db: Session | Connection, token: str) -> str | None:
@@ -187,6 +198,8 @@ def redeem_signin_link(session: Session, token: str, *, now: datetime | None = N
     user = session.get(User, link.user_id)
     if user is None:  # pragma: no cover - cascade deletes links with their user
         raise NotFound("sign-in link")
+    if user.disabled:
+        raise Unauthorized("This account is disabled; ask an administrator.")
     return user
 
 

@@ -152,4 +152,4 @@ def all_requests(session: Session, status: str | None = None, limit: int = 200) 
     )
     if status is not None:
         query = query.where(ExtensionRequest.status == status)
-    return [RequestRow(row, name) for row, name in session.execute(query).tuples()]
+    return [RequestRow(row, name) for row, name in session.execute(query)]

@@ -242,6 +242,20 @@ def usage_summary(
     }
 
 
+def user_usage_brief(
+    session: Session | Connection, user_id: str, settings: Settings, now: datetime | None = None
+) -> dict[str, Any]:
+    """A user's two windows as the admin console lists them (USE-5)."""
+    now = now or utcnow()
+    limits, session_window, week_window = _windows(session, user_id, settings, now)
+    exhausted = "session" if session_window.exhausted else "week" if week_window.exhausted else None
+    return {
+        "session": _window_public(session_window, {"hours": limits.session_hours}),
+        "week": _window_public(week_window, {}),
+        "exhausted_by": exhausted,
+    }
+
+
 def check_can_spend(session: Session, user_id: str, settings: Settings, amount: float) -> None:
     """Refuses a paid action (manual compaction) when the included usage is used up."""
     if amount <= 0:

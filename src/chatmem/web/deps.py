@@ -128,6 +128,12 @@ class CredentialCache:
         with self._lock:
             self._items.pop(digest(secret), None)
 
+    def forget_user(self, user_id: str) -> None:
+        """Drops every credential of this user (a disabled account, USE-5)."""
+        with self._lock:
+            for key in [k for k, v in self._items.items() if v.user_id == user_id]:
+                del self._items[key]
+
 
 @contextmanager
 def _reader(request: Request, db: Session | Connection | None) -> Iterator[Session | Connection]:
@@ -187,6 +193,8 @@ def get_current_user(request: Request, session: DbSession) -> User:
     user = session.get(User, authenticated_user_id(request, session))
     if user is None:  # pragma: no cover - tokens and sessions cascade with their user
         raise Unauthorized("Sign in first.")
+    if user.disabled:  # USE-5: even within the credential cache's few seconds
+        raise Unauthorized("This account is disabled; ask an administrator.")
     return user
 
 

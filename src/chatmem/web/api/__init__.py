@@ -29,6 +29,7 @@ ROUTE_MODULES = [
     "compaction",
     "summary",
     "usage",
+    "admin",
 ]
 
 

@@ -1,0 +1,209 @@
+"""What administrators do (USE-5), each act recorded in ``admin_actions`` with who and when.
+
+Every function here takes the acting administrator and writes its audit row in the same
+transaction as the change, so a change without its record (or a record of a change that was
+rolled back) cannot exist.  Passwords never reach the record: only that one was reset.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from chatmem.auth.secrets import hash_password
+from chatmem.errors import Conflict, InvalidInput, NotFound
+from chatmem.store import accounts
+from chatmem.store.spending import EXTENSION_SCOPES
+from chatmem.store.tables.accounts import BrowserSession, SigninLink, User
+from chatmem.store.tables.admin import AdminAction
+from chatmem.store.tables.runs import ExtensionRequest
+from chatmem.store.types import iso, utcnow
+
+#: The largest amount one grant or one limit may be (USD): a typo, not a budget, beyond it.
+MAX_USD = 1_000_000.0
+
+
+def record(
+    session: Session,
+    admin: User,
+    action: str,
+    target_type: str,
+    target_id: str | None,
+    details: dict[str, Any] | None = None,
+    *,
+    now: datetime | None = None,
+) -> AdminAction:
+    row = AdminAction(
+        admin_id=admin.id,
+        admin_name=admin.name,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        details=details or {},
+        created_at=now or utcnow(),
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def actions(session: Session, *, limit: int = 200) -> list[AdminAction]:
+    """The audit trail, newest first."""
+    return list(
+        session.scalars(
+            select(AdminAction)
+            .order_by(AdminAction.created_at.desc(), AdminAction.id.desc())
+            .limit(limit)
+        )
+    )
+
+
+def action_public(row: AdminAction) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "admin_id": row.admin_id,
+        "admin_name": row.admin_name,
+        "action": row.action,
+        "target_type": row.target_type,
+        "target_id": row.target_id,
+        "details": row.details,
+        "created_at": iso(row.created_at),
+    }
+
+
+def usd(value: float | None, name: str, *, positive: bool = False) -> float | None:
+    """A USD amount from a request: finite, not negative (above zero when ``positive``)."""
+    if value is None:
+        return None
+    if not math.isfinite(value) or value < 0 or value > MAX_USD or (positive and value == 0):
+        raise InvalidInput(
+            f"{name}: must be a number of USD {'above' if positive else 'from'} 0 "
+            f"up to {MAX_USD:,.0f}."
+        )
+    return round(float(value), 8)
+
+
+# --- extension requests --------------------------------------------------------------------
+
+
+def _pending_request(session: Session, request_id: str) -> ExtensionRequest:
+    row = session.get(ExtensionRequest, request_id)
+    if row is None:
+        raise NotFound("extension request")
+    if row.status != "pending":
+        raise Conflict(f"This request was already {row.status}.")
+    return row
+
+
+def grant_extension(
+    session: Session, admin: User, request_id: str, amount_usd: float, scope: str
+) -> ExtensionRequest:
+    """Grants ``amount_usd`` more included usage for the current period or permanently:
+    it raises both the session and the weekly included usage (see ``spending``)."""
+    if scope not in EXTENSION_SCOPES:
+        raise InvalidInput(f"scope: use one of {', '.join(EXTENSION_SCOPES)}.")
+    amount = usd(amount_usd, "amount_usd", positive=True)
+    row = _pending_request(session, request_id)
+    now = utcnow()
+    row.status, row.amount_usd, row.scope = "granted", amount, scope
+    row.decided_by, row.decided_at = admin.id, now
+    record(
+        session,
+        admin,
+        "grant_extension",
+        "extension_request",
+        row.id,
+        {"user_id": row.user_id, "amount_usd": amount, "scope": scope},
+        now=now,
+    )
+    return row
+
+
+def decline_extension(session: Session, admin: User, request_id: str) -> ExtensionRequest:
+    row = _pending_request(session, request_id)
+    now = utcnow()
+    row.status, row.decided_by, row.decided_at = "declined", admin.id, now
+    record(
+        session,
+        admin,
+        "decline_extension",
+        "extension_request",
+        row.id,
+        {"user_id": row.user_id},
+        now=now,
+    )
+    return row
+
+
+# --- users ---------------------------------------------------------------------------------
+
+
+def all_users(session: Session) -> list[User]:
+    return list(session.scalars(select(User).order_by(User.name)))
+
+
+def user_admin_public(user: User) -> dict[str, Any]:
+    return {
+        "id": user.id,
+        "name": user.name,
+        "is_admin": user.is_admin,
+        "disabled": user.disabled,
+        "session_limit_usd": user.session_limit_usd,
+        "week_limit_usd": user.week_limit_usd,
+        "created_at": iso(user.created_at),
+    }
+
+
+def add_user(
+    session: Session, admin: User, name: str, password: str | None, is_admin: bool
+) -> User:
+    user = accounts.create_user(session, name, password=password, is_admin=is_admin)
+    record(session, admin, "add_user", "user", user.id, {"name": user.name, "is_admin": is_admin})
+    return user
+
+
+def update_user(session: Session, admin: User, user_id: str, changes: dict[str, Any]) -> User:
+    """Applies the keys present in ``changes``: ``disabled``, ``password``, ``is_admin``,
+    ``session_limit_usd`` / ``week_limit_usd`` (None: back to the deployment's limits)."""
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound("user")
+    details: dict[str, Any] = {}
+    if "disabled" in changes and changes["disabled"] is not None:
+        disabled = bool(changes["disabled"])
+        if disabled and user.id == admin.id:
+            raise InvalidInput("An administrator cannot disable their own account.")
+        user.disabled = disabled
+        details["disabled"] = disabled
+        if disabled:
+            # Signed out everywhere; tokens stay but do not work while disabled.
+            session.execute(delete(BrowserSession).where(BrowserSession.user_id == user.id))
+            session.execute(
+                delete(SigninLink).where(
+                    SigninLink.user_id == user.id, SigninLink.used_at.is_(None)
+                )
+            )
+    if "is_admin" in changes and changes["is_admin"] is not None:
+        if not changes["is_admin"] and user.id == admin.id:
+            raise InvalidInput("An administrator cannot remove their own administrator role.")
+        user.is_admin = bool(changes["is_admin"])
+        details["is_admin"] = user.is_admin
+    if "password" in changes and changes["password"] is not None:
+        if not changes["password"]:
+            raise InvalidInput("The password must not be empty.")
+        user.password_hash = hash_password(changes["password"])
+        details["password"] = "reset"
+    for name in ("session_limit_usd", "week_limit_usd"):
+        if name in changes:
+            value = usd(changes[name], name)
+            setattr(user, name, value)
+            details[name] = value
+    if not details:
+        raise InvalidInput("Nothing to change.")
+    session.flush()
+    record(session, admin, "update_user", "user", user.id, {"name": user.name, **details})
+    return user
