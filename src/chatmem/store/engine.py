@@ -6,8 +6,8 @@
 from the newest message, doubling in size going back (:data:`PAGE_SIZE` first), so a plan
 that walks only the recent tail of a 10,000-message conversation reads one or two small
 pages, not the history.  It relies on the
-``seq`` invariant in :mod:`chatmem.store.messages` (contiguous but for a deleted prefix) and
-falls back to an explicit seq list if it ever finds a gap.  The sequence reads through the
+``seq`` invariant in :mod:`chatmem.store.messages` (contiguous but for a deleted prefix and
+the hidden versions, whose few seqs it reads and skips, PROJ-3) and falls back to an explicit seq list if it ever finds a gap.  The sequence reads through the
 session's (or the given) connection: plan while that transaction is open.
 
 Each message carries the cached token count for the profile's tokenizer (CTX-2), scaled by
@@ -22,6 +22,7 @@ statement costs SQLAlchemy more than SQLite takes to answer it.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any, overload
 
-from sqlalchemy import BigInteger, Connection, bindparam, cast, func, select
+from sqlalchemy import BigInteger, Connection, bindparam, cast, false, func, select, true
 from sqlalchemy.orm import Session, aliased
 
 from chatmem.context.values import Conversation as EngineConversation
@@ -37,14 +38,20 @@ from chatmem.context.values import File as EngineFile
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import Profile, ToolCall
 from chatmem.context.values import Summary as EngineSummary
+from chatmem.store import projects
 from chatmem.store.db import connection_of
 from chatmem.store.profiles import PROFILE_COLUMNS, ProfileRecord, profile_from_columns
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.store.tables.profiles import McpServer, ModelProfile
+from chatmem.store.tables.projects import Project
 from chatmem.store.tables.runs import UsageRow
 from chatmem.store.tokens import column_for
 
 PAGE_SIZE = 32  # the newest page; older pages double in size
+#: The rows the partial index ``ix_messages_hidden`` covers (the same expression as its
+#: WHERE, so both databases use it), and the rest: what the engine sees.
+HIDDEN = Message.hidden == true()
+SHOWN = Message.hidden == false()
 
 
 @dataclass(frozen=True)
@@ -95,15 +102,21 @@ def _message_value(row: Any, tokens_column: str, scale: Scale = NO_SCALE) -> Eng
 # takes to answer it, and they run on every keystroke (the context endpoint) and every turn.
 
 
-def message_bounds(conversation_id: Any) -> tuple[Any, Any]:
-    """The first and last ``seq`` of a conversation's history, as two columns (``first_seq``,
-    ``last_seq``) to select.  Two scalar subqueries, not ``min(seq), max(seq)`` in one
+def message_bounds(conversation_id: Any) -> tuple[Any, Any, Any]:
+    """The first and last ``seq`` of a conversation's history and how many of its messages
+    are hidden versions (PROJ-3), as three columns (``first_seq``, ``last_seq``,
+    ``hidden_count``) to select.  Scalar subqueries, not ``min(seq), max(seq)`` in one
     SELECT: SQLite answers a lone min() or max() with one index probe but scans the whole
-    range for the pair."""
+    range for the pair; the count walks the partial index of hidden rows only."""
     scope = Message.conversation_id == conversation_id
     return (
         select(func.min(Message.seq)).where(scope).scalar_subquery().label("first_seq"),
         select(func.max(Message.seq)).where(scope).scalar_subquery().label("last_seq"),
+        select(func.count())
+        .select_from(Message)
+        .where(scope, HIDDEN)
+        .scalar_subquery()
+        .label("hidden_count"),
     )
 
 
@@ -138,8 +151,13 @@ _FILES = (
     .where(File.conversation_id == bindparam("cid"))
     .order_by(File.created_at, File.id)
 )
-_POSITION = select(Message.seq).where(
+_POSITION = select(Message.seq, Message.hidden).where(
     Message.id == bindparam("mid"), Message.conversation_id == bindparam("cid")
+)
+_HIDDEN_SEQS = (
+    select(Message.seq)
+    .where(Message.conversation_id == bindparam("cid"), HIDDEN)
+    .order_by(Message.seq)
 )
 
 
@@ -155,6 +173,7 @@ def _token_sum_statement(tokens_column: str, scaled: bool = False) -> Any:
         Message.conversation_id == bindparam("cid"),
         Message.seq >= bindparam("low"),
         Message.seq < bindparam("high"),
+        SHOWN,
     )
 
 
@@ -180,13 +199,18 @@ def _page_statement(tokens_column: str) -> Any:
             Message.conversation_id == bindparam("cid"),
             Message.seq >= bindparam("low"),
             Message.seq < bindparam("high"),
+            SHOWN,
         )
         .order_by(Message.seq)
     )
 
 
 class LazyMessages(Sequence[EngineMessage]):
-    """A read-only, page-cached view of one conversation's messages, oldest first."""
+    """A read-only, page-cached view of one conversation's messages, oldest first.
+
+    Hidden versions (PROJ-3) are not in it: their few ``seq`` numbers are read once (only
+    when the conversation has any) and skipped by arithmetic, so index ``i`` is still one
+    ``seq`` away without reading the rows in between."""
 
     def __init__(
         self,
@@ -194,7 +218,7 @@ class LazyMessages(Sequence[EngineMessage]):
         conversation_id: str,
         tokens_column: str,
         page_size: int = PAGE_SIZE,
-        bounds: tuple[int | None, int | None] | None = None,
+        bounds: tuple[int | None, int | None, int | None] | None = None,
         scale: Scale = NO_SCALE,
     ) -> None:
         self._connection = connection_of(session)  # statements run straight on the connection
@@ -206,10 +230,33 @@ class LazyMessages(Sequence[EngineMessage]):
         self._seqs: list[int] | None = None  # only after a gap was found
         if bounds is None:
             bounds = self._connection.execute(_BOUNDS, {"cid": conversation_id}).one()
-        first, last = bounds
+        first, last, hidden_count = bounds
+        #: The hidden versions' seqs, ascending (PROJ-3): skipped by :meth:`_seq_of`.
+        self._hidden: list[int] = (
+            list(self._connection.scalars(_HIDDEN_SEQS, {"cid": conversation_id}))
+            if hidden_count is None or hidden_count > 0
+            else []
+        )
         self._first = first or 1
-        self._length = 0 if first is None or last is None else last - first + 1
+        self._length = 0 if first is None or last is None else last - first + 1 - len(self._hidden)
         self.pages_loaded = 0
+
+    def _seq_of(self, index: int) -> int:
+        """The ``seq`` of the shown message at ``index`` (no gap but the hidden ones)."""
+        seq = self._first + index
+        for hidden in self._hidden:  # ascending: each one at or before it moves it on
+            if hidden > seq:
+                break
+            seq += 1
+        return seq
+
+    def _range(self, start: int, stop: int) -> dict[str, Any]:
+        """The seq bounds ``low``/``high`` of the shown messages ``start`` to ``stop``."""
+        return {
+            "cid": self._conversation_id,
+            "low": self._seq_of(start),
+            "high": self._seq_of(stop - 1) + 1,
+        }
 
     def __len__(self) -> int:
         return self._length
@@ -234,17 +281,13 @@ class LazyMessages(Sequence[EngineMessage]):
         start, stop = self._bounds(page)
         if self._seqs is None:
             rows = self._connection.execute(
-                _page_statement(self._tokens_column),
-                {
-                    "cid": self._conversation_id,
-                    "low": self._first + start,
-                    "high": self._first + stop,
-                },
+                _page_statement(self._tokens_column), self._range(start, stop)
             ).all()
         else:
             stmt = select(*self._columns()).where(
                 Message.conversation_id == self._conversation_id,
                 Message.seq.in_(self._seqs[start:stop]),
+                SHOWN,
             )
             rows = self._connection.execute(stmt.order_by(Message.seq)).all()
         self.pages_loaded += 1
@@ -257,7 +300,7 @@ class LazyMessages(Sequence[EngineMessage]):
         self._seqs = list(
             self._connection.scalars(
                 select(Message.seq)
-                .where(Message.conversation_id == self._conversation_id)
+                .where(Message.conversation_id == self._conversation_id, SHOWN)
                 .order_by(Message.seq)
             )
         )
@@ -298,14 +341,15 @@ class LazyMessages(Sequence[EngineMessage]):
 
     def position_of(self, message_id: str) -> int | None:
         """Index of a message id, by one indexed lookup instead of a scan."""
-        seq = self._connection.execute(
+        row = self._connection.execute(
             _POSITION, {"mid": message_id, "cid": self._conversation_id}
-        ).scalar()
-        if seq is None:
+        ).first()
+        if row is None or row.hidden:
             return None
+        seq = row.seq
         if self._seqs is not None:
             return self._seqs.index(seq)
-        return seq - self._first
+        return seq - self._first - bisect.bisect_left(self._hidden, seq)
 
     # The engine's ``CountedHistory`` protocol (chatmem.context.history): a long backlog's size
     # and the summary's position come from the index, not from loading every message.
@@ -319,11 +363,7 @@ class LazyMessages(Sequence[EngineMessage]):
         if self._seqs is not None:
             return sum(message.tokens or 0 for message in self[start:stop])
         scaled = not self._scale.identity
-        params = {
-            "cid": self._conversation_id,
-            "low": self._first + start,
-            "high": self._first + stop,
-        }
+        params: dict[str, Any] = self._range(start, stop)
         if scaled:
             params["num"] = self._scale.num
         return int(
@@ -356,12 +396,18 @@ class StepConversation:
     archived_at: datetime | None
     first_seq: int | None
     last_seq: int | None
+    #: How many of its messages are hidden versions (PROJ-3).
+    hidden_count: int
     summaries: int
     files: int
     mcp_servers: int
+    #: Issue 17: the conversation's recall switch (None: the profile's, else the mode's).
+    recall: bool | None
     #: The conversation's profile as stored (None: it has none, or it is gone).  Whether its
     #: owner may still use it is the caller's check (:meth:`ProfileRecord.visible_to`).
     profile: ProfileRecord | None
+    #: PROJ-1: the project whose instructions and files the conversation carries.
+    project_id: str | None = None
 
 
 _STEP = (
@@ -371,6 +417,8 @@ _STEP = (
         Conversation.mode,
         Conversation.instructions,
         Conversation.archived_at,
+        Conversation.recall,
+        Conversation.project_id,
         *message_bounds(bindparam("cid")),
         *conversation_extras(bindparam("cid")),
         select(func.count(McpServer.id))
@@ -400,10 +448,13 @@ def step_conversation(
         archived_at=row.archived_at,
         first_seq=row.first_seq,
         last_seq=row.last_seq,
+        hidden_count=int(row.hidden_count or 0),
         summaries=int(row.summaries or 0),
         files=int(row.files or 0),
         mcp_servers=int(row.mcp_servers or 0),
+        recall=row.recall,
         profile=profile_from_columns(row._mapping, prefix="p_"),
+        project_id=row.project_id,
     )
 
 
@@ -416,11 +467,17 @@ class PlanVersion:
     archived_at: datetime | None
     mode: str
     profile_id: str | None
+    #: Issue 17: the conversation's recall switch (in ``key`` too).
+    recall: bool | None
     #: Changes whenever anything the plan depends on changes: the conversation (bumped by
     #: every append and exclusion), its mode and profile, the history's end, the summary
     #: version, the files and their states, the profile and its summariser as last changed,
-    #: the profile's newest ledger row (calibration, CTX-2).
+    #: the profile's newest ledger row (calibration, CTX-2), the hidden versions' count.
     key: tuple[Any, ...]
+    #: How many of its messages are hidden versions (PROJ-3).
+    hidden_count: int = 0
+    #: PROJ-1: the conversation's project (its instructions and files join the plan).
+    project_id: str | None = None
 
 
 def _scalar(query: Any) -> Any:
@@ -452,6 +509,16 @@ _VERSION = select(
         )
     ),
     _scalar(select(func.max(UsageRow.num)).where(UsageRow.profile_id == Conversation.profile_id)),
+    # PROJ-3: the hidden versions (a switch changes what the plan reads).
+    _scalar(
+        select(func.count())
+        .select_from(Message)
+        .where(Message.conversation_id == Conversation.id, HIDDEN)
+    ).label("hidden_count"),
+    Conversation.recall,
+    # PROJ-1: the project and when it last changed (its instructions or files).
+    Conversation.project_id,
+    _scalar(select(Project.updated_at).where(Project.id == Conversation.project_id)),
 ).where(Conversation.id == bindparam("cid"))
 _FILE_STATES = select(File.id, File.state, File.message_id).where(
     File.conversation_id == bindparam("cid")
@@ -474,7 +541,10 @@ def plan_version(session: Session | Connection, conversation_id: str) -> PlanVer
         archived_at=row.archived_at,
         mode=row.mode,
         profile_id=row.profile_id,
+        recall=row.recall,
         key=(row.updated_at, row.mode, row.profile_id, *values, file_states),
+        project_id=row.project_id,
+        hidden_count=int(row.hidden_count or 0),
     )
 
 
@@ -490,19 +560,22 @@ def load_engine_conversation(
     tokenizer: str = "estimate",
     instructions: str | None = None,
     tools: Sequence[dict[str, Any]] = (),
-    bounds: tuple[int | None, int | None] | None = None,
+    bounds: tuple[int | None, int | None, int | None] | None = None,
     has_summary: bool = True,
     has_files: bool = True,
     calibration: float = 1.0,
+    project_id: str | None = None,
 ) -> EngineConversation:
     """The engine's view of a stored conversation, with counts for ``tokenizer``.
 
     What the caller already read in the same transaction saves a statement each:
-    ``bounds``, the history's first and last ``seq`` (:func:`message_bounds`);
+    ``bounds``, the history's first and last ``seq`` and its count of hidden versions
+    (:func:`message_bounds`);
     ``has_summary``/``has_files`` False when the conversation has none
     (:func:`conversation_extras`).  ``calibration``: the profile's factor (CTX-2), applied to
     every cached count (messages, the summary, files) as the calibrated tokenizer applies it
-    to new text."""
+    to new text.  ``project_id``: the conversation's project (PROJ-1), whose instructions
+    and files (with the conversation's own states) join the conversation's."""
     column = column_for(tokenizer)
     connection = connection_of(session)
     scale = Scale.of(calibration)
@@ -531,9 +604,24 @@ def load_engine_conversation(
             state=f.state,
             tokens=scale.apply(getattr(f, column)),
             mime=f.mime,
+            width=f.width,
+            height=f.height,
         )
         for f in (connection.execute(_FILES, {"cid": conversation_id}) if has_files else ())
     ]
+    project_instructions = ""
+    if project_id is not None:  # PROJ-1: the project's instructions and files ride along
+        project_instructions, rows = projects.plan_inputs(connection, project_id, conversation_id)
+        files[:0] = [
+            EngineFile(
+                id=f.id,
+                name=f.name,
+                content=f.content,
+                state=f.state or "auto",
+                tokens=scale.apply(getattr(f, column)),
+            )
+            for f in rows
+        ]
     if instructions is None:
         instructions = (
             connection.scalar(
@@ -542,7 +630,12 @@ def load_engine_conversation(
             or ""
         )
     return EngineConversation(
-        messages=messages, summary=summary, files=files, instructions=instructions, tools=tools
+        messages=messages,
+        summary=summary,
+        files=files,
+        instructions=instructions,
+        tools=tools,
+        project_instructions=project_instructions,
     )
 
 
@@ -559,6 +652,7 @@ def memory_status(
         conversation.id,
         tokenizer=profile.tokenizer,
         instructions=conversation.instructions,
+        project_id=conversation.project_id,
     )
     result = plan(value, profile, mode=conversation.mode)  # type: ignore[arg-type]
     return dict(result.status), dict(result.files), column_for(profile.tokenizer)

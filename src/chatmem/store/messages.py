@@ -244,8 +244,12 @@ def history(
     *,
     after_seq: int | None = None,
     limit: int | None = None,
+    hidden: bool = True,
 ) -> list[Message]:
+    """The conversation's messages in order (``hidden``: with the hidden versions, PROJ-3)."""
     stmt = select(Message).where(Message.conversation_id == conversation_id)
+    if not hidden:
+        stmt = stmt.where(Message.hidden == False)  # noqa: E712
     if after_seq is not None:
         stmt = stmt.where(Message.seq > after_seq)
     stmt = stmt.order_by(Message.seq)

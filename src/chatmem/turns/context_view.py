@@ -21,12 +21,14 @@ import orjson
 from sqlalchemy.orm import Session
 
 from chatmem import context as engine
+from chatmem.context.recall import recall_enabled, with_recall
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import Mode
 from chatmem.errors import NotFound
 from chatmem.store.db import connection_of
 from chatmem.store.engine import load_engine_conversation, plan_version
 from chatmem.store.profiles import visible_profile
+from chatmem.store.versions import hidden_ids
 from chatmem.turns.inputs import (
     Calibrations,
     calibrated_tokenizer,
@@ -108,6 +110,9 @@ def plan_for(
         cache.put_target(conversation_id, key, resolved)
     target, tokenizer = resolved
     profile = target.engine_profile
+    mode = engine.effective_mode(profile, cast(Mode, row.mode))
+    # Issue 17: the key holds what decides recall (the switches, the mode, the profile).
+    tools = with_recall(tools, recall_enabled(mode, row.recall, target.recall))
     conversation = cache.get(conversation_id, key)
     if conversation is None:
         lazy = load_engine_conversation(
@@ -116,10 +121,10 @@ def plan_for(
             tokenizer=profile.tokenizer,
             tools=[dict(t) for t in tools],
             calibration=factor_of(tokenizer),
+            project_id=row.project_id,
         )
         conversation = replace(lazy, messages=tuple(lazy.messages), files=tuple(lazy.files))
         cache.put(conversation_id, key, conversation)
-    mode = engine.effective_mode(profile, cast(Mode, row.mode))
     # The plan is a pure function of its inputs.  Outside window mode the draft enters it
     # only as the newest user message: through its token count, and verbatim as the last
     # message sent.  Plans are therefore memoised per draft *token count* (a keystroke
@@ -155,6 +160,9 @@ def plan_for(
         tokenizer=tokenizer,
     )
     result = plan_json(plan)
+    if row.hidden_count:
+        # PROJ-3: hidden versions are never planned; their status says so.
+        result["status"].update(dict.fromkeys(hidden_ids(session, conversation_id), "hidden"))
     sent = result["messages"]
     substitutable = (
         by_count is not None and bool(sent) and sent[-1] == {"role": "user", "content": draft_text}
@@ -183,11 +191,13 @@ def profile_plan_for(
         raise NotFound("profile")
     target = resolve_target(connection, user_id, profile_id, read=row)
     profile = target.engine_profile
+    mode = engine.effective_mode(profile, mode)
+    tools = with_recall(tools, recall_enabled(mode, None, row.recall))
     conversation = EngineConversation(messages=(), tools=tuple(dict(t) for t in tools))
     plan = engine.plan(
         conversation,
         profile,
-        mode=engine.effective_mode(profile, mode),
+        mode=mode,
         draft=draft or None,
         tokenizer=calibrated_tokenizer(connection, target, calibrations),
     )

@@ -39,6 +39,7 @@ from chatmem.store.profiles import (
     visible_profile,
 )
 from chatmem.store.quotas import Limits
+from chatmem.turns.images import inline_images
 
 
 @dataclass(frozen=True)
@@ -330,6 +331,7 @@ def load_inputs(
         has_summary=bool(row.summaries),
         has_files=bool(row.files),
         calibration=factor_of(tokenizer),
+        project_id=row.project_id,
     )
     if materialize:
         messages = CountedMessages(
@@ -348,6 +350,8 @@ def load_inputs(
         if with_plan
         else None
     )
+    if plan is not None and secrets is not None:  # a model call: images as data URLs
+        plan = inline_images(connection, plan)
     # The conversation's messages are a lazy view that reads through this session: nothing
     # of it may be touched after the transaction.  The runner uses only plain data from the
     # plan (messages, token counts, the compaction request).

@@ -31,6 +31,8 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -101,6 +103,15 @@ class Message(Base):
         UniqueConstraint("conversation_id", "seq", name="uq_messages_conversation_id_seq"),
         # Search: full-text hit (num) → conversation without reading the message row.
         Index("ix_messages_num_conversation", "num", "conversation_id"),
+        # PROJ-3: the few hidden versions of a conversation, found without touching the rest
+        # (the engine loader skips them by arithmetic on ``seq``, chatmem.store.engine).
+        Index(
+            "ix_messages_hidden",
+            "conversation_id",
+            "seq",
+            sqlite_where=text("hidden = 1"),
+            postgresql_where=text("hidden"),
+        ),
     )
 
     num: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
@@ -119,6 +130,36 @@ class Message(Base):
     excluded: Mapped[bool] = mapped_column(Boolean, default=False)
     # Free-form extras (run id, usage, tool status …) owned by whoever writes them.
     meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # PROJ-3: a version not shown (a regenerated answer, an edited question): kept, never
+    # sent, never in the plan (:mod:`chatmem.store.versions`).
+    hidden: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class MessageVersion(Base):
+    """PROJ-3: one version of a *slot* — the answer to a question (``kind`` "answer",
+    ``slot`` the question's id) or a question edited and sent again (``kind`` "question",
+    ``slot`` the first question's id).  Exactly one version of a slot is ``shown``; the
+    messages of the others are ``hidden``.  ``message_ids`` are the version's messages as
+    they were when it was last hidden (a shown version's are the visible answers of its
+    question; a question version holds just the question)."""
+
+    __tablename__ = "message_versions"
+    __table_args__ = (
+        UniqueConstraint(
+            "conversation_id", "kind", "slot", "number", name="uq_message_versions_slot_number"
+        ),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(16))
+    slot: Mapped[str] = mapped_column(String(64))
+    number: Mapped[int] = mapped_column(Integer)
+    shown: Mapped[bool] = mapped_column(Boolean, default=False)
+    message_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class Summary(Base):

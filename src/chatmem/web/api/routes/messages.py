@@ -11,6 +11,7 @@ from chatmem.bounds import MAX_INT
 from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
 from chatmem.store import messages as store_messages
+from chatmem.store import versions
 from chatmem.store.engine import latest_summary, memory_status
 from chatmem.store.files import conversation_files
 from chatmem.store.quotas import Limits
@@ -22,6 +23,9 @@ from chatmem.web.api.schemas import (
     summary_public,
 )
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+
+#: The version fields of a message that has no other version (PROJ-3).
+SINGLE = {"version": 1, "versions": 1, "version_kind": None}
 
 router = APIRouter(prefix="/api/v1/conversations/{conversation_id}/messages", tags=["messages"])
 
@@ -47,17 +51,33 @@ def list_messages(
     session: DbSession,
     after_seq: WholeNumber | None = Query(None, ge=0, le=MAX_INT),
     limit: WholeNumber | None = Query(None, ge=1, le=10_000),
+    hidden: bool = Query(False),
 ) -> dict[str, Any]:
     """The whole history by default (STORE-2), each message with its status (CTX-14);
-    ``after_seq``/``limit`` page through very long conversations."""
+    ``after_seq``/``limit`` page through very long conversations.  PROJ-3: each message
+    says which version of its slot it is (``version`` of ``versions``); the hidden versions
+    are left out unless ``hidden=true`` (then marked ``hidden``, status "hidden"); a
+    question whose last turn failed carries that turn's ``error``."""
     conversation = store.owned_conversation(session, user, conversation_id)
     profile = engine_profile_for(session, conversation)
     status, file_status, column = memory_status(session, conversation, profile)
-    rows = store_messages.history(session, conversation.id, after_seq=after_seq, limit=limit)
+    rows = store_messages.history(
+        session, conversation.id, after_seq=after_seq, limit=limit, hidden=hidden
+    )
     summary = latest_summary(session, conversation.id)
     more = limit is not None and len(rows) == limit
+    places = versions.version_map(session, rows)
+    failures = versions.failed_turns(session, conversation.id)
     return {
-        "items": [message_public(m, column, status.get(m.id)) for m in rows],
+        "items": [
+            {
+                **message_public(m, column, "hidden" if m.hidden else status.get(m.id)),
+                **(places[m.id].public() if m.id in places else SINGLE),
+                "hidden": m.hidden,
+                "error": failures.get(m.id) if not m.hidden else None,
+            }
+            for m in rows
+        ],
         "next_after_seq": rows[-1].seq if more and rows else None,
         "summary": summary_public(summary, column) if summary else None,
         "files": [

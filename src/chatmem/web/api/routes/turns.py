@@ -12,7 +12,8 @@ from pydantic import BaseModel, Field
 
 from chatmem.store import runs
 from chatmem.store.conversations import owned_conversation_row
-from chatmem.turns.service import TurnService
+from chatmem.turns.service import Redo, Submitted, TurnService
+from chatmem.turns.versions import switch_version
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
 from chatmem.web.sse import follow
 
@@ -98,6 +99,78 @@ async def start_turn(
             headers={"X-Chatmem-Run-Id": submitted.run_id},
         )
     return JSONResponse({"run_id": submitted.run_id, "created": submitted.created}, status_code=202)
+
+
+class EditBody(BaseModel):
+    content: str = Field(max_length=1_000_000)
+    file_ids: list[str] = Field(default_factory=list, max_length=100)
+
+
+class VersionChoice(BaseModel):
+    index: int = Field(ge=1, le=1_000_000)
+
+
+def _accepted(submitted: Submitted) -> Response:
+    return JSONResponse({"run_id": submitted.run_id, "created": submitted.created}, status_code=202)
+
+
+@router.post("/{conversation_id}/messages/{message_id}/regenerate", status_code=202)
+async def regenerate(
+    conversation_id: str,
+    message_id: str,
+    request: Request,
+    user_id: UserId,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> Response:
+    """PROJ-3: answers the last question again (``message_id``: the question or a message
+    of its answer; also Retry after a failed turn).  The answer shown becomes a hidden
+    version; 202 with the new run's id, as a turn."""
+    submitted = await turn_service(request).submit(
+        user_id,
+        conversation_id,
+        "",
+        idempotency_key=idempotency_key or None,
+        redo=Redo(message_id, regenerate=True),
+    )
+    return _accepted(submitted)
+
+
+@router.post("/{conversation_id}/messages/{message_id}/edit", status_code=202)
+async def edit_and_resend(
+    conversation_id: str,
+    message_id: str,
+    body: EditBody,
+    request: Request,
+    user_id: UserId,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> Response:
+    """PROJ-3: the last question, edited and sent again: it and its answer become a hidden
+    version, the new question is stored and answered; 202 with the run's id, as a turn."""
+    submitted = await turn_service(request).submit(
+        user_id,
+        conversation_id,
+        body.content,
+        file_ids=body.file_ids,
+        idempotency_key=idempotency_key or None,
+        redo=Redo(message_id, regenerate=False),
+    )
+    return _accepted(submitted)
+
+
+@router.put("/{conversation_id}/messages/{message_id}/version")
+async def choose_version(
+    conversation_id: str,
+    message_id: str,
+    body: VersionChoice,
+    request: Request,
+    user_id: UserId,
+) -> dict[str, Any]:
+    """PROJ-3: shows version ``index`` (1-based) of the slot ``message_id`` is shown in —
+    the question's versions for a question, the answer's for an answer; only the version
+    shown is in memory.  Answers ``{"kind", "version", "versions"}``."""
+    return await switch_version(
+        turn_service(request), user_id, conversation_id, message_id, body.index
+    )
 
 
 @router.get("/{conversation_id}/runs")

@@ -1,0 +1,237 @@
+"""Regenerate, edit and resend, switch versions, retry (PROJ-3) through the HTTP API.
+
+Only the version shown is in memory: each test checks what the fake model server received
+(exactly what chatmem sent), the plan and the statuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.app import make_user
+from tests.support.runs import finished_run
+from tests.turns.conftest import Chat
+
+
+def _path(chat: Chat, suffix: str = "") -> str:
+    return f"/api/v1/conversations/{chat.conversation_id}{suffix}"
+
+
+def _turn(chat: Chat, content: str, reply: str) -> dict[str, Any]:
+    chat.model.reply(reply)
+    return finished_run(chat.client, chat.start(content), chat.headers)
+
+
+def _listed(chat: Chat, **params: Any) -> list[dict[str, Any]]:
+    response = chat.client.get(_path(chat, "/messages"), params=params, headers=chat.headers)
+    assert response.status_code == 200, response.text
+    return list(response.json()["items"])
+
+
+def _shown(chat: Chat) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in _listed(chat)]
+
+
+def _regenerate(chat: Chat, message_id: str, reply: str | None = None) -> dict[str, Any]:
+    if reply is not None:
+        chat.model.reply(reply)
+    response = chat.client.post(
+        _path(chat, f"/messages/{message_id}/regenerate"), headers=chat.headers
+    )
+    assert response.status_code == 202, response.text
+    return finished_run(chat.client, response.json()["run_id"], chat.headers)
+
+
+def _edit(chat: Chat, message_id: str, content: str, reply: str) -> dict[str, Any]:
+    chat.model.reply(reply)
+    response = chat.client.post(
+        _path(chat, f"/messages/{message_id}/edit"), json={"content": content}, headers=chat.headers
+    )
+    assert response.status_code == 202, response.text
+    return finished_run(chat.client, response.json()["run_id"], chat.headers)
+
+
+def _switch(chat: Chat, message_id: str, index: int) -> Any:
+    return chat.client.put(
+        _path(chat, f"/messages/{message_id}/version"), json={"index": index}, headers=chat.headers
+    )
+
+
+def _sent(chat: Chat) -> list[tuple[str, str]]:
+    """The user and assistant messages of the last request the model received."""
+    return [
+        (m["role"], m["content"])
+        for m in chat.model.chat_requests[-1].messages
+        if m["role"] in ("user", "assistant")
+    ]
+
+
+def _plan(chat: Chat) -> dict[str, Any]:
+    response = chat.client.get(_path(chat, "/context"), headers=chat.headers)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def test_regenerate_keeps_the_old_answer_as_version_one_of_two(chat: Chat) -> None:
+    _turn(chat, "Name a colour", "Red")
+    question, answer = _listed(chat)
+    assert (answer["version"], answer["versions"]) == (1, 1)
+    run = _regenerate(chat, answer["id"], "Blue")
+    assert run["status"] == "completed"
+    # The model got the question once and no old answer: only the shown version is sent.
+    assert _sent(chat) == [("user", "Name a colour")]
+    shown = _listed(chat)
+    assert [(m["role"], m["content"]) for m in shown] == [
+        ("user", "Name a colour"),
+        ("assistant", "Blue"),
+    ]
+    assert shown[0]["id"] == question["id"]  # the question is not stored twice
+    assert (shown[1]["version"], shown[1]["versions"], shown[1]["version_kind"]) == (
+        2,
+        2,
+        "answer",
+    )
+    everything = _listed(chat, hidden="true")
+    old = next(m for m in everything if m["id"] == answer["id"])
+    assert old["hidden"] is True and old["status"] == "hidden" and old["version"] == 1
+    plan = _plan(chat)
+    assert plan["status"][answer["id"]] == "hidden"
+    assert plan["status"][shown[1]["id"]] == "in_memory"
+    assert {"role": "assistant", "content": "Red"} not in plan["messages"]
+    # The next turn sends the shown answer only.
+    _turn(chat, "And another?", "Green")
+    assert _sent(chat) == [
+        ("user", "Name a colour"),
+        ("assistant", "Blue"),
+        ("user", "And another?"),
+    ]
+
+
+def test_switching_versions_changes_what_the_next_request_sends(chat: Chat) -> None:
+    _turn(chat, "Pick a number", "Seven")
+    _regenerate(chat, _listed(chat)[1]["id"], "Three")
+    shown_answer = _listed(chat)[1]
+    response = _switch(chat, shown_answer["id"], 1)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"kind": "answer", "version": 1, "versions": 2}
+    assert _shown(chat) == [("user", "Pick a number"), ("assistant", "Seven")]
+    assert _listed(chat)[1]["version"] == 1
+    plan = _plan(chat)
+    assert plan["status"][shown_answer["id"]] == "hidden"
+    _turn(chat, "Double it", "Fourteen")
+    assert _sent(chat) == [
+        ("user", "Pick a number"),
+        ("assistant", "Seven"),
+        ("user", "Double it"),
+    ]
+    # Back to version 2 of the first answer: the later pair stays.
+    first_answer = _listed(chat)[1]
+    assert _switch(chat, first_answer["id"], 2).status_code == 200
+    assert _shown(chat) == [
+        ("user", "Pick a number"),
+        ("assistant", "Three"),
+        ("user", "Double it"),
+        ("assistant", "Fourteen"),
+    ]
+    bad = _switch(chat, _listed(chat)[1]["id"], 3)
+    assert bad.status_code in (400, 422) and bad.json()["error"]["code"] == "invalid_input"
+
+
+def test_edit_the_last_question_and_resend(chat: Chat) -> None:
+    _turn(chat, "First question", "First answer")
+    _turn(chat, "Capital of Frence?", "Did you mean France?")
+    question = _listed(chat)[2]
+    run = _edit(chat, question["id"], "Capital of France?", "Paris")
+    assert run["status"] == "completed"
+    assert _sent(chat) == [
+        ("user", "First question"),
+        ("assistant", "First answer"),
+        ("user", "Capital of France?"),
+    ]
+    shown = _listed(chat)
+    assert [(m["role"], m["content"]) for m in shown] == [
+        ("user", "First question"),
+        ("assistant", "First answer"),
+        ("user", "Capital of France?"),
+        ("assistant", "Paris"),
+    ]
+    assert (shown[2]["version"], shown[2]["versions"], shown[2]["version_kind"]) == (
+        2,
+        2,
+        "question",
+    )
+    # Back to the first version: the old question with its own answer.
+    assert _switch(chat, shown[2]["id"], 1).json()["version"] == 1
+    assert _shown(chat)[2:] == [
+        ("user", "Capital of Frence?"),
+        ("assistant", "Did you mean France?"),
+    ]
+    plan = _plan(chat)
+    assert plan["status"][shown[2]["id"]] == "hidden"
+    assert plan["status"][shown[3]["id"]] == "hidden"
+    assert {"role": "user", "content": "Capital of France?"} not in plan["messages"]
+    # Only the last question can be edited, only the last answer regenerated.
+    first = _listed(chat)[0]
+    refused = chat.client.post(
+        _path(chat, f"/messages/{first['id']}/edit"), json={"content": "x"}, headers=chat.headers
+    )
+    assert refused.status_code in (400, 422)
+    assert refused.json()["error"]["code"] == "invalid_input"
+    refused = chat.client.post(
+        _path(chat, f"/messages/{first['id']}/regenerate"), headers=chat.headers
+    )
+    assert refused.json()["error"]["code"] == "invalid_input"
+
+
+def test_retry_after_a_provider_error_answers_in_place(chat: Chat) -> None:
+    _turn(chat, "Warm-up", "Ready")
+    chat.model.error(400, {"error": {"message": "upstream refused", "type": "invalid_request"}})
+    failed = finished_run(chat.client, chat.start("Tell me a joke"), chat.headers)
+    assert failed["status"] == "failed"
+    question = _listed(chat)[-1]
+    assert question["role"] == "user" and question["content"] == "Tell me a joke"
+    # The failure is on record with the question (seen again after a reload).
+    assert question["error"]["run_id"] == failed["id"]
+    assert question["error"]["message"]
+    run = _regenerate(chat, question["id"], "Why did the chicken…")
+    assert run["status"] == "completed"
+    shown = _listed(chat)
+    assert [(m["role"], m["content"]) for m in shown][-2:] == [
+        ("user", "Tell me a joke"),
+        ("assistant", "Why did the chicken…"),
+    ]
+    assert [m["role"] for m in shown].count("user") == 2  # no duplicate question
+    assert shown[-2]["error"] is None
+    assert shown[-1]["versions"] == 1  # a failed attempt that said nothing is no version
+    assert _sent(chat)[-1] == ("user", "Tell me a joke")
+
+
+def test_another_users_conversation_is_not_found(chat: Chat) -> None:
+    _turn(chat, "Mine", "Yours truly")
+    question, answer = _listed(chat)
+    other = make_user(chat.client, "mallory")
+    for method, suffix, body in (
+        ("POST", f"/messages/{answer['id']}/regenerate", None),
+        ("POST", f"/messages/{question['id']}/edit", {"content": "hijack"}),
+        ("PUT", f"/messages/{answer['id']}/version", {"index": 1}),
+    ):
+        response = chat.client.request(
+            method, _path(chat, suffix), json=body, headers=other.headers
+        )
+        assert response.status_code == 404, (suffix, response.text)
+        assert response.json()["error"]["code"] == "not_found"
+    assert _shown(chat) == [("user", "Mine"), ("assistant", "Yours truly")]
+
+
+def test_regenerate_while_a_turn_runs_is_refused(chat: Chat) -> None:
+    _turn(chat, "First", "One")
+    answer = _listed(chat)[1]
+    chat.model.reply("slow " * 20, delay=0.05)
+    run_id = chat.start("Second")
+    for method, suffix, body in (
+        ("POST", f"/messages/{answer['id']}/regenerate", None),
+        ("PUT", f"/messages/{answer['id']}/version", {"index": 1}),
+    ):
+        response = chat.client.request(method, _path(chat, suffix), json=body, headers=chat.headers)
+        assert response.status_code == 409, response.text
+        assert response.json()["error"]["code"] == "turn_running"
+    finished_run(chat.client, run_id, chat.headers)
