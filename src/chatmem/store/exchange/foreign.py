@@ -46,6 +46,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from chatmem.context.values import Role
+from chatmem.errors import InvalidInput, PayloadTooLarge
 from chatmem.store.exchange.records import (
     Asset,
     ImportedConversation,
@@ -53,6 +54,7 @@ from chatmem.store.exchange.records import (
     ImportedMessage,
     parse_time,
 )
+from chatmem.store.images import inspect_image, sniff
 
 #: Looks a file up by the export's own id for it (``file-AbC…``); ``None`` when not held.
 FindAsset = Callable[[str], Asset | None]
@@ -95,26 +97,24 @@ def placeholder(kind: str, name: str) -> str:
     return f"[{kind}: {name}]" if name else f"[{kind}]"
 
 
-_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"%PDF-", "application/pdf"),
-)
-
-
 def media_type(name: str, data: bytes, declared: Any = None) -> str:
-    """The media type of an attachment: its bytes' signature, else its name, else declared."""
-    for magic, mime in _MAGIC:
-        if data.startswith(magic):
-            return mime
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
+    """The media type of a file that is not an image: a PDF by its signature, else as the
+    export declared it, else by its name."""
+    if data.startswith(b"%PDF-"):
+        return "application/pdf"
     if isinstance(declared, str) and "/" in declared:
         return declared.strip().lower()[:200]
     guessed, _ = mimetypes.guess_type(name)
     return guessed or "application/octet-stream"
+
+
+def usable_image(data: bytes) -> str | None:
+    """The media type of bytes :func:`~chatmem.store.images.add_image` will store (a PNG,
+    JPEG, GIF or WebP it can read, not too large), else ``None``: a placeholder then."""
+    try:
+        return inspect_image(data).mime
+    except (InvalidInput, PayloadTooLarge):
+        return None
 
 
 def _is_image_name(name: str) -> bool:
@@ -315,7 +315,12 @@ class _ChatgptParts:
         name = _text(entry.get("name")) or (asset.name if asset else "") or file_id
         if asset is None:
             return placeholder(kind, name), "named"
-        mime = media_type(name, asset.data, entry.get("mime_type") or declared)
+        if kind == "image" or sniff(asset.data) is not None:
+            mime = usable_image(asset.data)
+            if mime is None:  # not an image chatmem can store: named, as if not held
+                return placeholder("image", name), "named"
+        else:
+            mime = media_type(name, asset.data, entry.get("mime_type") or declared)
         self.files.append(
             ImportedFile(
                 id=f"{self.mid}-file{len(self.files) + 1}",
@@ -564,6 +569,12 @@ def _openwebui_files(raw: Mapping[str, Any], mid: str) -> tuple[list[ImportedFil
             continue
         declared, data = inline
         mime = media_type(name, data, declared)
+        if image or sniff(data) is not None:
+            usable = usable_image(data)
+            if usable is None:
+                shown.append(placeholder("image", name))
+                continue
+            mime = usable
         extension = mimetypes.guess_extension(mime) or ""
         attached.append(
             ImportedFile(

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -39,6 +39,7 @@ from chatmem.store.conversations import create_folder
 from chatmem.store.exchange.reader import read_conversations, sniff
 from chatmem.store.exchange.records import ImportedConversation
 from chatmem.store.exchange.source import ImportSource, Progress
+from chatmem.store.images import FORMATS, add_image
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Folder, Message, Summary
@@ -46,6 +47,7 @@ from chatmem.store.tokens import counts_for_message, counts_for_text, with_fresh
 from chatmem.store.types import new_id, utcnow
 
 BATCH = 2_000
+IMAGE_TYPES = frozenset(FORMATS.values())
 _CONVERSATION_ID_MAX = 32
 _MESSAGE_ID_MAX = 64
 _FILE_ID_MAX = 32
@@ -270,9 +272,43 @@ def _write(
         batch.add(Message, row)
     for row in summary_rows(conversation, cid, mids, now):
         batch.add(Summary, row)
+    images = []
     for row in file_rows(conversation, cid, mids, fids, now):
-        batch.add(File, row)
+        if fresh_ids and row["data"] is not None and row["mime"] in IMAGE_TYPES:
+            images.append(row)  # a foreign export's image: stored as any image is, below
+        else:
+            batch.add(File, row)
+    if images:
+        _add_images(session, user, cid, images, updated, batch)
     return cid
+
+
+def _add_images(
+    session: Session,
+    user: User,
+    cid: str,
+    rows: list[dict[str, Any]],
+    updated: Any,
+    batch: _Batch,
+) -> None:
+    """Images an export held the bytes of (a ChatGPT ZIP, Open WebUI's inline ones) go in
+    through :func:`~chatmem.store.images.add_image`, like an upload: the bytes checked, the
+    size in pixels kept for the plan.  The rows it needs are written first; the
+    conversation keeps its own time (adding an image would make it "updated now")."""
+    batch.flush()
+    for row in rows:
+        add_image(
+            session,
+            user_id=user.id,
+            conversation_id=cid,
+            message_id=row["message_id"],
+            filename=row["name"],
+            data=row["data"],
+        )
+    session.execute(update(Conversation).where(Conversation.id == cid).values(updated_at=updated))
+    found = session.get(Conversation, cid)
+    if found is not None:  # add_image loaded it: not kept in the session for the whole import
+        session.expunge(found)
 
 
 def message_rows(
