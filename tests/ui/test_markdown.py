@@ -115,7 +115,9 @@ def test_proj3_code_block_shows_its_language_and_copy_copies_the_code(
 ) -> None:
     alice.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
     code = 'def greet(name):\n    return f"Hello, {name}!"\n'
-    answer = ask(alice, model, "Here it is:\n\n```python\n" + code + "```\n\nAnd plain:\n\n```\nls -l\n```")
+    answer = ask(
+        alice, model, "Here it is:\n\n```python\n" + code + "```\n\nAnd plain:\n\n```\nls -l\n```"
+    )
     blocks = answer.locator(".code-block")
     expect(blocks).to_have_count(2)
     expect(blocks.first.locator(".code-lang")).to_have_text("python")
@@ -160,7 +162,12 @@ def test_proj3_known_xss_payloads_neither_run_nor_escape_the_message(
         answer = ask(alice, model, payload, question=f"Payload {i}")
         expect(answer.locator(".md")).not_to_be_empty()
         seen = alice.evaluate(INSPECT)
-        if seen["problems"] or seen["counts"] != baseline["counts"] or seen["pwned"] or seen["hidden"]:
+        if (
+            seen["problems"]
+            or seen["counts"] != baseline["counts"]
+            or seen["pwned"]
+            or seen["hidden"]
+        ):
             failures.append(f"{payload!r}: {seen}")
     # Raw HTML in an answer is shown as text.
     first = alice.locator(".message.role-assistant .md").first

@@ -3,6 +3,7 @@ the warning with "Request extension" (USE-2, USE-3)."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -84,3 +85,27 @@ def test_use2_use3_exhausted_usage_locks_models_and_offers_an_extension(
     expect(alice.locator("#toast")).to_have_text("The administrators were notified")
     warning.get_by_role("button", name="Request extension").click()
     expect(alice.locator("#toast")).to_have_text("Administrators were already notified")
+
+
+def test_use4_a_chat_on_a_locked_model_shows_the_fallback_and_each_lock_says_why(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
+    with server.api("alice") as api:
+        if not api.get("/api/v1/usage").json()["exhausted"]:
+            _spend(server, model)
+        profiles = {p["name"]: p for p in api.get("/api/v1/profiles").json()["items"]}
+        c = make_conversation(api, profiles["Premium"]["id"], title="Chosen premium")
+        alice.goto(server.url + "/c/" + c["id"])
+        expect(alice.locator("#chat-title")).to_have_text("Chosen premium")
+        # The selector shows the model that answers, not the locked one the chat was set to.
+        expect(alice.get_by_label("Model", exact=True)).to_have_value(profiles["Base"]["id"])
+        premium = alice.locator("#model-select option", has_text="Premium")
+        expect(premium).to_have_text("🔒 Premium · fake-model")
+        expect(premium).to_have_attribute("title", re.compile(r"^Credits exhausted — resets \S"))
+        base = alice.locator("#model-select option", has_text="Base")
+        expect(base).not_to_have_attribute("title", re.compile("."))
+        # Shown, not chosen: the chat keeps its own model for when the credits are back.
+        assert (
+            api.get(f"/api/v1/conversations/{c['id']}").json()["profile_id"]
+            == (profiles["Premium"]["id"])
+        )

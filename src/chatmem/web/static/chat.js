@@ -97,6 +97,7 @@
     folderSelect.value = c.folder_id || c.folder || "";
     document.getElementById("export-chat").href = "/api/v1/export?conversation_id=" + encodeURIComponent(c.id);
     if (c.profile_id && profileById(c.profile_id)) modelSelect.value = c.profile_id;
+    if (window.chatmem.usage) window.chatmem.usage.apply(); // a locked model shows its fallback
     feed.setConversation(c.id, c.source_conversation_id);
     memory.setConversation(c.id); // the counter and memory window follow from here on
     applyProfile();
@@ -363,6 +364,7 @@
   });
 
   document.addEventListener("chatmem:changed", () => memory.refresh());
+  document.addEventListener("chatmem:model-shown", applyProfile); // usage.js showed the fallback
   document.addEventListener("chatmem:compacted", async () => { try { await loadMessages(); } catch (_) { /* shown on next open */ } });
   document.addEventListener("chatmem:summary", (event) => memory.setSummary(event.detail));
 

@@ -1,10 +1,14 @@
 /* Usage and limits (USE-2, USE-3): the ring next to the model selector fills to the higher of
    the session and weekly use and turns red when the included usage is used up; then the
    selector names the fallback model and locks the others, and a warning above the input names
-   the cause with "Request extension" (unless extension requests are disabled). */
+   the cause with "Request extension" (unless extension requests are disabled).  The selector
+   shows the model that actually answers — the fallback, even in a chat whose own model is
+   locked (the server answers with the fallback, USE-4) — and each locked model says why and
+   when it unlocks. */
 (function () {
   "use strict";
   const { api, toast } = window.chatmem;
+  const t = window.chatmem.t || ((msgid, vars) => msgid.replace(/\{(\w+)\}/g, (w, k) => (vars && k in vars ? vars[k] : w)));
   const ring = document.getElementById("usage-ring");
   const fill = ring.querySelector(".ring-fill");
   const warning = document.getElementById("credit-warning");
@@ -26,6 +30,14 @@
     return option ? option.textContent.replace(/^🔒 /, "").split(" · ")[0] : "the base model";
   }
 
+  /* When the exhausted window starts over, in the reader's words ("Mon 14:00"). */
+  function resetsAt() {
+    const part = usage.exhausted_by === "week" ? usage.week : usage.session;
+    const when = part && part.resets_at ? new Date(part.resets_at) : null;
+    if (!when || isNaN(when)) return "";
+    return when.toLocaleString(window.chatmem.locale || [], { weekday: "short", hour: "2-digit", minute: "2-digit" });
+  }
+
   function apply() {
     if (!usage) return;
     const session = usage.session;
@@ -40,17 +52,26 @@
     ring.title = "Usage " + Math.round(share * 100) + "% of the included amount";
     const fid = usage.fallback_profile_id || null;
     const name = fallbackName(fid);
+    const when = exhausted ? resetsAt() : "";
+    const why = when ? t("Credits exhausted — resets {time}", { time: when }) : t("Credits exhausted");
     for (const option of modelSelect.options) {
       const locked = exhausted && !!option.value && option.value !== fid;
       option.disabled = locked;
       option.textContent = option.textContent.replace(/^🔒 /, "");
-      if (locked) option.textContent = "🔒 " + option.textContent;
+      if (locked) {
+        option.title = why; // the option's description for assistive technology too
+        option.textContent = "🔒 " + option.textContent;
+      } else {
+        option.removeAttribute("title");
+      }
     }
     modelNote.hidden = !exhausted;
     modelNote.textContent = exhausted ? "Credits exhausted: you can only use " + name : "";
+    // Shown, not chosen: the chat keeps its own model for when the credits are back, so
+    // the chat script only re-reads the selector (no "change", which would save the choice).
     if (exhausted && fid && modelSelect.value !== fid && Array.from(modelSelect.options).some((o) => o.value === fid)) {
       modelSelect.value = fid;
-      modelSelect.dispatchEvent(new Event("change"));
+      document.dispatchEvent(new CustomEvent("chatmem:model-shown"));
     }
     // Where extension requests are disabled there is no warning, only the locks (USE-3).
     warning.hidden = !(exhausted && usage.extension_requests !== false);
@@ -76,6 +97,6 @@
   });
   ring.addEventListener("click", () => { if (window.chatmem.memory) window.chatmem.memory.open(); });
   document.addEventListener("chatmem:profiles", apply);
-  window.chatmem.usage = { reload: load };
+  window.chatmem.usage = { reload: load, apply };
   load();
 })();
