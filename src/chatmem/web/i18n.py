@@ -75,8 +75,8 @@ def _read_catalog(locale: str) -> tuple[NullTranslations, dict[str, Any]]:
     categories = _plural_categories(locale, translations)
     browser: dict[str, Any] = {}
     for message in catalog:
-        if not message.id or message.fuzzy:
-            continue
+        if not message.id or message.fuzzy or message.context:
+            continue  # the scripts' t() has no contexts: a msgctxt is the templates' own
         if isinstance(message.id, (tuple, list)):
             forms = [str(form) for form in message.string or ()]
             if forms and all(forms):
@@ -120,6 +120,10 @@ class Language:
 
     def ngettext(self, singular: str, plural: str, n: int) -> str:
         return self.translations.ngettext(singular, plural, n)
+
+    def pgettext(self, context: str, message: str) -> str:
+        """A message whose English is ambiguous ("Archive": the page, or the action)."""
+        return self.translations.pgettext(context, message)
 
     def number(self, value: float) -> str:
         """1234 → "1,234" / "1 234" / "1.234"."""

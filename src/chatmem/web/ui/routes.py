@@ -62,6 +62,11 @@ def _ngettext(context: Context, singular: str, plural: str, n: int) -> str:
 
 
 @pass_context
+def _pgettext(context: Context, message_context: str, message: str) -> str:
+    return _language(context).pgettext(message_context, message)
+
+
+@pass_context
 def _number(context: Context, value: float) -> str:
     return _language(context).number(value)
 
@@ -74,7 +79,7 @@ def _compact(context: Context, value: float) -> str:
 # PROJ-4: {% trans %} and _() in templates look messages up in the page's language.
 templates.env.add_extension("jinja2.ext.i18n")
 templates.env.install_gettext_callables(  # type: ignore[attr-defined]  # added by the extension
-    _gettext, _ngettext, newstyle=True
+    _gettext, _ngettext, newstyle=True, pgettext=_pgettext
 )
 templates.env.filters["number"] = _number
 templates.env.filters["compact"] = _compact
