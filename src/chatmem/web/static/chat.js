@@ -4,7 +4,7 @@
    continued from this one's summary (CTX-23). */
 (function () {
   "use strict";
-  const { api, items, el, toast } = window.chatmem;
+  const { api, items, el, toast, t } = window.chatmem;
   const { feed, memory, sidebar, stream } = window.chatmem;
   const layout = document.getElementById("layout");
   const draft = document.getElementById("draft");
@@ -36,9 +36,9 @@
     catch (err) { toast(err.message); state.profiles = []; }
     modelSelect.replaceChildren();
     if (!state.profiles.length) {
-      modelSelect.append(el("option", { value: "", text: "No model yet" }));
+      modelSelect.append(el("option", { value: "", text: t("No model yet") }));
       modelSelect.disabled = true;
-      showError("Add a model profile to start chatting.", [["Add a model", () => location.assign("/profiles")]]);
+      showError(t("Add a model profile to start chatting."), [[t("Add a model"), () => location.assign("/profiles")]]);
       return;
     }
     modelSelect.disabled = false;
@@ -89,11 +89,11 @@
 
   function showConversation(c) {
     state.conversation = c;
-    title.textContent = c.title || "Untitled";
-    document.title = (c.title || "Untitled") + " · chatmem";
+    title.textContent = c.title || t("Untitled");
+    document.title = (c.title || t("Untitled")) + " · chatmem";
     tools.hidden = false;
     pinButton.setAttribute("aria-pressed", String(!!c.pinned));
-    pinButton.textContent = c.pinned ? "Unpin" : "Pin";
+    pinButton.textContent = c.pinned ? t("Unpin") : t("Pin");
     folderSelect.value = c.folder_id || c.folder || "";
     document.getElementById("export-chat").href = "/api/v1/export?conversation_id=" + encodeURIComponent(c.id);
     if (c.profile_id && profileById(c.profile_id)) modelSelect.value = c.profile_id;
@@ -124,11 +124,12 @@
     let c;
     try { c = await api("GET", "/api/v1/conversations/" + encodeURIComponent(id)); }
     catch (err) {
-      title.textContent = err.status === 404 ? "Conversation not found" : "Could not open the conversation";
+      title.textContent = err.status === 404 ? t("Conversation not found") : t("Could not open the conversation");
       tools.hidden = true;
       return;
     }
     showConversation(c);
+    restoreDraft();
     let body = null;
     try { body = await loadMessages(); } catch (err) { toast(err.message); }
     memory.setConversation(c.id);
@@ -174,12 +175,18 @@
     const text = draft.value;
     if (!text.trim() || state.run) return;
     hideError();
-    if (!modelSelect.value) { showError("Add a model profile to start chatting.", [["Add a model", () => location.assign("/profiles")]]); return; }
+    if (!modelSelect.value) { showError(t("Add a model profile to start chatting."), [[t("Add a model"), () => location.assign("/profiles")]]); return; }
     sendButton.disabled = true;
     try {
-      await ensureConversation(text);
+      if (!state.conversation) {
+        await ensureConversation(text);
+        saveDraft(); // kept under the new chat from now on
+        forgetDraft("new");
+      }
       const fileIds = state.pendingFiles.map((f) => f.id);
       const started = await api("POST", convPath("/turns"), { content: text, file_ids: fileIds }, { headers: { "Idempotency-Key": newKey() } });
+      forgetDraft(draftKey()); // accepted (202): only now is the draft let go
+      forgetDraft("new");
       draft.value = "";
       state.pendingFiles = [];
       renderAttachments();
@@ -197,7 +204,7 @@
     state.run = runId;
     setRunning(true);
     const live = feed.startStream();
-    if (reopening) live.addNote("Answering…", "muted small live-note");
+    if (reopening) live.addNote(t("Answering…"), "muted small live-note");
     state.follower = stream.followRun(runId, {
       delta(data) {
         const note = live.node().querySelector(".live-note");
@@ -227,7 +234,7 @@
     } catch (_) { /* keep what is on screen */ }
     await memory.refresh();
     sidebar.reload();
-    if (data && data.status === "stopped") toast("Stopped. What was completed is kept.");
+    if (data && data.status === "stopped") toast(t("Stopped. What was completed is kept."));
   }
 
   stopButton.addEventListener("click", async () => {
@@ -252,40 +259,65 @@
     const p = currentProfile();
     if (p && p.stateless) {
       // CTX-7: nothing to compress for a model that does not remember.
-      showError("The message does not fit in the model's memory. Remove files, shorten the message, or start a new chat.", [
-        ["Remove files", () => memory.open("files")],
-        ["Start a new chat", () => location.assign("/")],
+      showError(t("The message does not fit in the model's memory. Remove files, shorten the message, or start a new chat."), [
+        [t("Remove files"), () => memory.open("files")],
+        [t("Start a new chat"), () => location.assign("/")],
       ]);
       return;
     }
-    showError("The message does not fit in the model's memory. Compress the memory, remove files, or start a new chat.", [
-      ["Compress now", () => memory.open("compress")],
-      ["Remove files", () => memory.open("files")],
-      ["Start a new chat", () => location.assign("/")],
+    showError(t("The message does not fit in the model's memory. Compress the memory, remove files, or start a new chat."), [
+      [t("Compress now"), () => memory.open("compress")],
+      [t("Remove files"), () => memory.open("files")],
+      [t("Start a new chat"), () => location.assign("/")],
     ]);
   }
 
   function providerTooLong() {
-    showError("The request was too large for the model's context window. Switch to Economy memory, exclude question–answer pairs you do not need, or choose a model with a larger window.", [
-      ["Switch to Economy", () => { modeSelect.value = "economy"; modeSelect.dispatchEvent(new Event("change")); hideError(); }],
-      ["Exclude pairs", () => { hideError(); toast("Use “Exclude from memory” on the questions you no longer need."); }],
-      ["Choose another model", () => { hideError(); modelSelect.focus(); }],
+    showError(t("The request was too large for the model's context window. Switch to Economy memory, exclude question–answer pairs you do not need, or choose a model with a larger window."), [
+      [t("Switch to Economy"), () => { modeSelect.value = "economy"; modeSelect.dispatchEvent(new Event("change")); hideError(); }],
+      [t("Exclude pairs"), () => { hideError(); toast(t("Use “Exclude from memory” on the questions you no longer need.")); }],
+      [t("Choose another model"), () => { hideError(); modelSelect.focus(); }],
     ]);
   }
 
   function handleTurnError(err) {
     if (err.code === "does_not_fit") doesNotFit();
     else if (err.code === "context_length_exceeded") providerTooLong();
-    else if (err.code === "turn_running") showError("A turn is already running in this chat.", []);
+    else if (err.code === "turn_running") showError(t("A turn is already running in this chat."), []);
     else showError(err.message, []);
   }
 
   function showRunError(data) {
     const code = data && (data.code || (data.error && data.error.code));
-    const message = (data && (data.message || (data.error && data.error.message))) || "The model answered with an error.";
+    const message = (data && (data.message || (data.error && data.error.message))) || t("The model answered with an error.");
     if (code === "does_not_fit") doesNotFit();
     else if (code === "context_length_exceeded") providerTooLong();
-    else showError(message, []);
+    // PROJ-3: any other failure is shown in place under its question, with Retry
+    // (recovery.js, from the stored run once the messages are read again).
+    else if (!window.chatmem.recovery) showError(message, []);
+  }
+
+  /* PROJ-3: the draft is never lost — kept (per conversation, "new" before it exists) in
+     localStorage from each keystroke until its turn is accepted, so a refused turn, a
+     failed request or a reload gives it back. */
+  function draftKey() {
+    const id = state.conversation ? state.conversation.id : layout.dataset.conversationId;
+    return "chatmem:draft:" + (id || "new");
+  }
+  function saveDraft() {
+    try {
+      if (draft.value) localStorage.setItem(draftKey(), draft.value);
+      else localStorage.removeItem(draftKey());
+    } catch (_) { /* storage refused (private mode, quota): the text stays on screen */ }
+  }
+  function forgetDraft(key) {
+    try { localStorage.removeItem(key.startsWith("chatmem:") ? key : "chatmem:draft:" + key); } catch (_) { /* as above */ }
+  }
+  function restoreDraft() {
+    try {
+      const kept = localStorage.getItem(draftKey());
+      if (kept && !draft.value) { draft.value = kept; memory.setDraft(kept); }
+    } catch (_) { /* as above */ }
   }
 
   /* ---------- composer ---------- */
@@ -295,7 +327,7 @@
       send();
     }
   });
-  draft.addEventListener("input", () => memory.setDraft(draft.value));
+  draft.addEventListener("input", () => { memory.setDraft(draft.value); saveDraft(); });
   composer.addEventListener("submit", (event) => { event.preventDefault(); send(); });
 
   function renderAttachments() {
@@ -327,7 +359,7 @@
   /* ---------- header actions ---------- */
   document.getElementById("new-chat").addEventListener("click", () => location.assign("/"));
   document.getElementById("rename-chat").addEventListener("click", async () => {
-    const name = prompt("Title", state.conversation.title || "");
+    const name = prompt(t("Title"), state.conversation.title || "");
     if (name === null) return;
     try { showConversation(Object.assign(state.conversation, await api("PATCH", convPath(), { title: name.trim() }) || {}, { title: name.trim() })); sidebar.reload(); }
     catch (err) { toast(err.message); }
@@ -344,7 +376,7 @@
   });
   function fillFolders(folders) {
     const keep = folderSelect.value;
-    folderSelect.replaceChildren(el("option", { value: "", text: "No folder" }));
+    folderSelect.replaceChildren(el("option", { value: "", text: t("No folder") }));
     for (const f of folders) folderSelect.append(el("option", { value: f.id, text: f.name }));
     folderSelect.value = (state.conversation && (state.conversation.folder_id || "")) || keep;
   }
@@ -357,7 +389,7 @@
     catch (err) { toast(err.message); }
   });
   document.getElementById("delete-chat").addEventListener("click", async () => {
-    if (!confirm("Delete this conversation permanently?")) return;
+    if (!confirm(t("Delete this conversation permanently?"))) return;
     await ready;
     try { await api("DELETE", convPath()); location.assign("/"); }
     catch (err) { toast(err.message); }
@@ -398,8 +430,8 @@
     await loadProfiles();
     const id = layout.dataset.conversationId;
     if (id) await openConversation(id);
-    else { memory.setConversation(""); applyProfile(); draft.focus(); }
+    else { memory.setConversation(""); applyProfile(); restoreDraft(); draft.focus(); }
   })().catch((err) => { toast(err.message); });
 
-  window.chatmem.chat = { state, send };
+  window.chatmem.chat = { state, send, follow, reload: loadMessages };
 })();

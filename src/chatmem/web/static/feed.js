@@ -7,7 +7,7 @@
    "Show summary" reads the summary and lets the user edit it (CTX-23). */
 (function () {
   "use strict";
-  const { el, api, toast } = window.chatmem;
+  const { el, api, toast, t, tn } = window.chatmem;
   const RENDER_STEP = 200;
   const feed = document.getElementById("feed");
   const list = document.getElementById("messages");
@@ -18,9 +18,9 @@
   const progressTemplate = document.getElementById("compaction-progress-template");
 
   const REASONS = {
-    summarized: "Summarised: the model gets the summary instead of this message",
-    excluded: "Excluded by you: not sent to the model",
-    out_of_memory: "Does not fit in the memory, or memory is off",
+    summarized: t("Summarised: the model gets the summary instead of this message"),
+    excluded: t("Excluded by you: not sent to the model"),
+    out_of_memory: t("Does not fit in the memory, or memory is off"),
   };
 
   const state = {
@@ -34,7 +34,7 @@
   }
 
   function roleLabel(role) {
-    return { user: "You", assistant: "Assistant", system: "Instructions", tool: "Tool result" }[role] || role;
+    return { user: t("You"), assistant: t("Assistant"), system: t("Instructions"), tool: t("Tool result") }[role] || role;
   }
 
   function toolCallBox(call) {
@@ -42,21 +42,21 @@
     let args = fn.arguments ?? call.arguments ?? "";
     if (typeof args !== "string") args = JSON.stringify(args, null, 2);
     return el("details", { class: "tool-box tool-call" }, [
-      el("summary", { text: "Tool call: " + (fn.name || call.name || "tool") }),
+      el("summary", { text: t("Tool call: {name}", { name: fn.name || call.name || "tool" }) }),
       el("pre", { text: args }),
     ]);
   }
 
   function toolResultBox(text, name) {
     return el("details", { class: "tool-box tool-result" }, [
-      el("summary", { text: "Tool result" + (name ? ": " + name : "") }),
+      el("summary", { text: name ? t("Tool result: {name}", { name }) : t("Tool result") }),
       el("pre", { text: typeof text === "string" ? text : JSON.stringify(text, null, 2) }),
     ]);
   }
 
   /* PROV-6: an "ask first" tool call, shown until the user answers; a replayed or later
      `approval` event with a decision settles the box (another tab may have answered). */
-  const DECIDED = { approved: "Approved", refused: "Refused", expired: "Not answered in time" };
+  const DECIDED = { approved: t("Approved"), refused: t("Refused"), expired: t("Not answered in time") };
   function approvalBox(node, data, runId) {
     const id = data.tool_call_id;
     let box = list.querySelector('.approval[data-call="' + CSS.escape(id) + '"]');
@@ -73,20 +73,20 @@
       try {
         await api("POST", "/api/v1/runs/" + encodeURIComponent(runId) + "/tool-calls/" + encodeURIComponent(id) + "/" + verb);
         box.querySelector(".approval-actions").replaceChildren(
-          el("span", { class: "approval-state", text: verb === "approve" ? "Approved" : "Refused" }));
+          el("span", { class: "approval-state", text: verb === "approve" ? t("Approved") : t("Refused") }));
       } catch (err) {
         toast(err.message);
         for (const b of box.querySelectorAll("button")) b.disabled = false;
         button.focus();
       }
     };
-    const approve = el("button", { type: "button", class: "primary", text: "Approve" });
-    const refuse = el("button", { type: "button", text: "Refuse" });
+    const approve = el("button", { type: "button", class: "primary", text: t("Approve") });
+    const refuse = el("button", { type: "button", text: t("Refuse") });
     approve.addEventListener("click", () => answer("approve", approve));
     refuse.addEventListener("click", () => answer("refuse", refuse));
-    box = el("div", { class: "approval", role: "group", "aria-label": "Tool call waiting for your approval", "data-call": id }, [
-      el("p", { text: "Run the tool " + (data.tool || data.name) + (data.server ? " on " + data.server : "") + "?" }),
-      el("p", { class: "muted small", text: "The turn waits for your answer." }),
+    box = el("div", { class: "approval", role: "group", "aria-label": t("Tool call waiting for your approval"), "data-call": id }, [
+      el("p", { text: data.server ? t("Run the tool {tool} on {server}?", { tool: data.tool || data.name, server: data.server }) : t("Run the tool {tool}?", { tool: data.tool || data.name }) }),
+      el("p", { class: "muted small", text: t("The turn waits for your answer.") }),
       el("pre", { text: args }),
       el("div", { class: "approval-actions row" }, [approve, refuse]),
     ]);
@@ -167,6 +167,7 @@
       if (window.chatmem.memory) window.chatmem.memory.open();
     });
     applyStatusTo(node, m);
+    if (window.chatmem.recovery) window.chatmem.recovery.decorate(node, m); // ‹ 1/2 › (PROJ-3)
     if (m.id) state.nodes.set(m.id, node);
     return node;
   }
@@ -181,7 +182,7 @@
     label.title = REASONS[status] || "";
     node.querySelector(".excluded-label").hidden = status !== "excluded";
     const toggle = node.querySelector(".exclude-pair");
-    toggle.textContent = status === "excluded" ? "Include in memory" : "Exclude from memory";
+    toggle.textContent = status === "excluded" ? t("Include in memory") : t("Exclude from memory");
   }
 
   async function toggleExclusion(m) {
@@ -214,10 +215,8 @@
     return summary ? (summary.through || summary.through_message_id || null) : null;
   }
 
-  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
-
   function markerText(n) {
-    return "Memory compressed — " + plural(n, "earlier message", "earlier messages") + " summarised";
+    return tn("Memory compressed — {n} earlier message summarised", "Memory compressed — {n} earlier messages summarised", n);
   }
 
   /* The marker for the stored summary: "Memory compressed — N earlier messages summarised"
@@ -236,7 +235,7 @@
     let marker = old;
     if (!old || old.dataset.key !== key) {
       if (old) old.remove();
-      marker = buildMarker(continued ? "This chat continues from the summary of an earlier chat" : markerText(n), continued);
+      marker = buildMarker(continued ? t("This chat continues from the summary of an earlier chat") : markerText(n), continued);
       marker.dataset.key = key;
     }
     const anchor = through ? state.nodes.get(through) : null;
@@ -284,7 +283,7 @@
       }
       box.hidden = !opening;
       button.setAttribute("aria-expanded", String(opening));
-      button.textContent = opening ? "Hide summary" : "Show summary";
+      button.textContent = opening ? t("Hide summary") : t("Show summary");
     });
 
     function closeEditor() {
@@ -326,12 +325,12 @@
         textBox.textContent = text;
         closeEditor();
         edit.hidden = false;
-        status.textContent = saved && num(saved.version) ? "Saved as version " + saved.version + "." : "Saved.";
+        status.textContent = saved && num(saved.version) ? t("Saved as version {version}.", { version: saved.version }) : t("Saved.");
         edit.focus();
         document.dispatchEvent(new CustomEvent("chatmem:summary", { detail: state.summary }));
         document.dispatchEvent(new CustomEvent("chatmem:changed")); // the counter follows the new text
       } catch (err) {
-        error.textContent = err.message || "The summary could not be saved.";
+        error.textContent = err.message || t("The summary could not be saved.");
         error.hidden = false;
         input.focus();
       } finally {
@@ -357,16 +356,16 @@
       } catch (_) { /* not there (yet): fall back to what the plan sends */ }
     }
     const fromPlan = window.chatmem.memory && window.chatmem.memory.summaryText ? window.chatmem.memory.summaryText() : "";
-    return { text: fromPlan || "The summary is not available.", editable: false };
+    return { text: fromPlan || t("The summary is not available."), editable: false };
   }
 
   /* CTX-21: "Compressing memory… round i of ≈n" while a long backlog folds. */
   function compactionProgress(data) {
     if (!data || data.final !== false) return "";
     if (num(data.round) && num(data.rounds) && data.rounds > 1) {
-      return "Compressing memory… round " + data.round + " of ≈" + data.rounds;
+      return t("Compressing memory… round {round} of ≈{rounds}", { round: data.round, rounds: data.rounds });
     }
-    return "Compressing memory…";
+    return t("Compressing memory…");
   }
 
   /* A run's `compaction` event (CTX-10): progress while `final` is false, then the marker
@@ -414,6 +413,12 @@
     feed.scrollTop += feed.scrollHeight - before; // keep the reader where they were
     older.hidden = state.firstRendered === 0;
     placeMarker();
+    recovered();
+  }
+
+  /* PROJ-3: errors of failed turns in place with Retry, Edit and Regenerate (recovery.js). */
+  function recovered() {
+    if (window.chatmem.recovery) window.chatmem.recovery.finish(state.all, state.nodes);
   }
 
   function setMessages(messages, summary) {
@@ -432,6 +437,7 @@
     older.hidden = state.firstRendered === 0;
     emptyBox.hidden = messages.length > 0;
     placeMarker();
+    recovered();
     scrollToEnd();
   }
 

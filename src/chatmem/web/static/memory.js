@@ -6,14 +6,14 @@
    (debounced) while the user types so the counter is live with the draft. */
 (function () {
   "use strict";
-  const { api, items, el, fmtTokens, fmtInt, fmtPrice, toast, debounce } = window.chatmem;
-  const MODE_NAMES = { off: "No memory", economy: "Economy", full: "Everything", window: "Recent messages" };
-  const FILE_STATES = { in_memory: "In memory", out_of_memory: "Out of memory", pinned: "Pinned", excluded: "Excluded", auto: "In memory" };
+  const { api, items, el, fmtTokens, fmtInt, fmtPrice, toast, debounce, t, tn } = window.chatmem;
+  const MODE_NAMES = { off: t("No memory"), economy: t("Economy"), full: t("Everything"), window: t("Recent messages") };
+  const FILE_STATES = { in_memory: t("In memory"), out_of_memory: t("Out of memory"), pinned: t("Pinned"), excluded: t("Excluded"), auto: t("In memory") };
   const REFUSALS = {
-    nothing_to_compress: "Nothing to compress yet",
-    compaction_running: "Compression is already running, try again in a minute",
-    turn_running: "Compression is already running, try again in a minute",
-    insufficient_credits: "Not enough credits to compress the memory",
+    nothing_to_compress: t("Nothing to compress yet"),
+    compaction_running: t("Compression is already running, try again in a minute"),
+    turn_running: t("Compression is already running, try again in a minute"),
+    insufficient_credits: t("Not enough credits to compress the memory"),
   };
 
   const dialog = document.getElementById("memory-window");
@@ -46,13 +46,13 @@
   }
 
   function renderCounter(plan) {
-    const t = plan.tokens;
-    const text = fmtTokens(t.used) + " / " + fmtTokens(t.window);
-    counterText.textContent = plan.price && plan.price.free ? "Free · " + text : text;
+    const tokens = plan.tokens;
+    const text = fmtTokens(tokens.used) + " / " + fmtTokens(tokens.window);
+    counterText.textContent = plan.price && plan.price.free ? t("Free · {counter}", { counter: text }) : text;
     counter.classList.remove("level-muted", "level-light", "level-red");
     counter.classList.add("level-" + (plan.level || "muted"));
     counterFill.style.width = percent(plan) + "%";
-    counter.title = "What goes into the next request";
+    counter.title = t("What goes into the next request");
   }
 
   /* "Compress now" shows its price before it runs (CTX-11): asked from the server, which
@@ -72,10 +72,10 @@
     if (state.compressing) return;
     const p = state.compactionPrice;
     const free = !!(state.plan && state.plan.price && state.plan.price.free);
-    if (!p || p.available === false) compressButton.textContent = "Compress now";
-    else if (free) compressButton.textContent = "Compress now · free";
-    else if (num(p.price) && p.price > 0) compressButton.textContent = "Compress now · ≈ " + fmtPrice(p.price, p.currency);
-    else compressButton.textContent = "Compress now";
+    if (!p || p.available === false) compressButton.textContent = t("Compress now");
+    else if (free) compressButton.textContent = t("Compress now · free");
+    else if (num(p.price) && p.price > 0) compressButton.textContent = t("Compress now · ≈ {price}", { price: fmtPrice(p.price, p.currency) });
+    else compressButton.textContent = t("Compress now");
   }
 
   /* CTX-18, CTX-21: "+ memory compression ≈ $Y" when the next request folds history first,
@@ -85,33 +85,33 @@
     const price = plan.price || {};
     const comp = plan.compaction || {};
     let text;
-    if (price.free) text = "+ memory compression: free";
-    else if (num(price.compaction)) text = "+ memory compression ≈ " + fmtPrice(price.compaction, price.currency);
-    else text = "+ memory compression";
+    if (price.free) text = t("+ memory compression: free");
+    else if (num(price.compaction)) text = t("+ memory compression ≈ {price}", { price: fmtPrice(price.compaction, price.currency) });
+    else text = t("+ memory compression");
     if (num(comp.rounds) && comp.rounds > 1 && num(comp.messages) && comp.messages > 0) {
-      text += " · " + fmtInt(comp.messages) + (comp.messages === 1 ? " message" : " messages") + " in " + fmtInt(comp.rounds) + " rounds";
+      text += " · " + tn("{n} message", "{n} messages", comp.messages) + " " + tn("in {n} round", "in {n} rounds", comp.rounds);
     }
     return text;
   }
 
   function renderWindow(plan) {
-    const t = plan.tokens;
-    document.getElementById("mw-used").textContent = "Used ≈ " + fmtInt(t.used) + " of " + fmtInt(t.window) + " tokens";
+    const tokens = plan.tokens;
+    document.getElementById("mw-used").textContent = tn("Used ≈ {used} of {n} token", "Used ≈ {used} of {n} tokens", tokens.window, { used: tokens.used });
     document.getElementById("mw-percent").textContent = percent(plan) + "%";
     document.getElementById("mw-meter").style.width = percent(plan) + "%";
     for (const row of dialog.querySelectorAll("#mw-breakdown tr[data-key]")) {
-      row.querySelector("td").textContent = fmtInt(t[row.dataset.key] || 0);
+      row.querySelector("td").textContent = fmtInt(tokens[row.dataset.key] || 0);
     }
     const price = plan.price || {};
     const priceLine = document.getElementById("mw-price");
-    priceLine.textContent = price.free ? "Next request: free" : "Next request ≈ " + fmtPrice(price.next_request, price.currency) + " + answer";
+    priceLine.textContent = price.free ? t("Next request: free") : t("Next request ≈ {price} + answer", { price: fmtPrice(price.next_request, price.currency) });
     const compLine = document.getElementById("mw-compaction-price");
     const comp = plan.compaction || {};
     compLine.hidden = !comp.needed;
     compLine.textContent = comp.needed ? compactionText(plan) : "";
     const threshold = document.getElementById("mw-threshold");
     threshold.hidden = !comp.threshold;
-    threshold.textContent = "Auto-compress from " + fmtTokens(comp.threshold || 0);
+    threshold.textContent = t("Auto-compress from {tokens}", { tokens: fmtTokens(comp.threshold || 0) });
     const noMemory = stateless();
     document.getElementById("mw-mode").textContent = MODE_NAMES[plan.mode] || plan.mode;
     document.getElementById("mw-change").hidden = noMemory;
@@ -149,16 +149,16 @@
       const status = statuses[f.id] || f.state || "in_memory";
       const li = el("li", { "data-id": f.id, "data-state": status }, [
         el("span", { class: "file-name", text: f.name }),
-        el("span", { class: "muted small file-tokens", text: fmtInt(fileTokens(f)) + " tokens" }),
+        el("span", { class: "muted small file-tokens", text: tn("{n} token", "{n} tokens", fileTokens(f)) }),
         el("span", { class: "badge file-state", text: FILE_STATES[status] || status }),
       ]);
       const actions = [];
-      if (status === "pinned") actions.push(["Unpin", "auto"]);
-      else if (status !== "excluded") actions.push(["Pin", "pinned"]);
-      if (status === "excluded") actions.push(["Include", "auto"]);
-      else actions.push(["Exclude", "excluded"]);
-      for (const [label, next] of actions) {
-        li.append(el("button", { type: "button", class: "link-button", text: label, "aria-label": label + " " + f.name, onclick: () => setFileState(f, next) }));
+      if (status === "pinned") actions.push([t("Unpin"), t("Unpin {file}", { file: f.name }), "auto"]);
+      else if (status !== "excluded") actions.push([t("Pin"), t("Pin {file}", { file: f.name }), "pinned"]);
+      if (status === "excluded") actions.push([t("Include"), t("Include {file}", { file: f.name }), "auto"]);
+      else actions.push([t("Exclude"), t("Exclude {file}", { file: f.name }), "excluded"]);
+      for (const [label, spoken, next] of actions) {
+        li.append(el("button", { type: "button", class: "link-button", text: label, "aria-label": spoken, onclick: () => setFileState(f, next) }));
       }
       fileList.append(li);
     }
@@ -264,7 +264,7 @@
   const refreshSoon = debounce(refreshNow, 300);
 
   function open(section) {
-    if (!plannable()) { toast("Choose a model first: the memory window shows what will be sent to it."); return; }
+    if (!plannable()) { toast(t("Choose a model first: the memory window shows what will be sent to it.")); return; }
     compressResult.hidden = true;
     continueResult.hidden = true;
     renderSections();
@@ -295,13 +295,15 @@
     state.compressing = true;
     compressResult.hidden = true;
     compressButton.disabled = true;
-    compressButton.textContent = "Compressing…";
+    compressButton.textContent = t("Compressing…");
     const focus = compressFocus.value.trim();
     try {
       const result = await api("POST", "/api/v1/conversations/" + state.conversationId + "/compact", focus ? { focus } : {});
       if (result && result.run_id) await waitForRun(result.run_id);
       const count = result && typeof result.count === "number" ? result.count : 0;
-      compressResult.textContent = "Done: " + (count ? count + " early messages were" : "early messages were") + " compressed into a summary, shown in the chat.";
+      compressResult.textContent = count
+        ? tn("Done: {n} early message was compressed into a summary, shown in the chat.", "Done: {n} early messages were compressed into a summary, shown in the chat.", count)
+        : t("Done: early messages were compressed into a summary, shown in the chat.");
       compressResult.className = "";
       compressFocus.value = "";
       document.dispatchEvent(new CustomEvent("chatmem:compacted", { detail: result }));
@@ -339,12 +341,12 @@
     try {
       const created = await api("POST", "/api/v1/conversations/" + state.conversationId + "/continue");
       const id = created && (created.id || (created.conversation && created.conversation.id));
-      if (!id) throw new Error("The new chat could not be opened.");
+      if (!id) throw new Error(t("The new chat could not be opened."));
       dialog.close();
       document.dispatchEvent(new CustomEvent("chatmem:open-conversation", { detail: { id, conversation: created } }));
     } catch (err) {
       continueResult.textContent = err.code === "nothing_to_compress"
-        ? "This chat has no summary yet: compress it first, then continue from it."
+        ? t("This chat has no summary yet: compress it first, then continue from it.")
         : err.message;
       continueResult.hidden = false;
     } finally {
