@@ -1,7 +1,7 @@
 /* Archived conversations (ARCH-1): search by title, read without changing, restore, delete. */
 (function () {
   "use strict";
-  const { api, items, el, toast, debounce } = window.chatmem;
+  const { api, items, el, toast, debounce, t } = window.chatmem;
   const main = document.getElementById("main");
   const list = document.getElementById("archive-list");
   const empty = document.getElementById("archive-empty");
@@ -16,13 +16,13 @@
       const rows = items(await api("GET", "/api/v1/archive" + (q ? "?q=" + encodeURIComponent(q) : "")), "conversations");
       list.replaceChildren();
       for (const a of rows) {
-        const link = el("a", { href: "/archive/" + a.id, "data-id": a.id }, [el("span", { class: "title", text: a.title || "Untitled" })]);
+        const link = el("a", { href: "/archive/" + a.id, "data-id": a.id }, [el("span", { class: "title", text: a.title || t("Untitled") })]);
         if (a.id === current) link.setAttribute("aria-current", "page");
         link.addEventListener("click", (event) => { event.preventDefault(); open(a.id); });
         list.append(el("li", {}, [link]));
       }
       empty.hidden = rows.length > 0;
-      empty.textContent = q ? "No archived chats match." : "Nothing archived.";
+      empty.textContent = q ? t("No archived chats match.") : t("Nothing archived.");
     } catch (err) { toast(err.message); }
   }
 
@@ -32,10 +32,10 @@
       const conv = body.conversation || body;
       current = id;
       history.replaceState(null, "", "/archive/" + id);
-      document.getElementById("archive-title").textContent = conv.title || "Untitled";
+      document.getElementById("archive-title").textContent = conv.title || t("Untitled");
       messages.replaceChildren();
       for (const m of items(body.messages ? body : conv, "messages")) {
-        const who = { user: "You", assistant: "Assistant", tool: "Tool result", system: "Instructions" }[m.role] || m.role;
+        const who = { user: t("You"), assistant: t("Assistant"), tool: t("Tool result"), system: t("Instructions") }[m.role] || m.role;
         messages.append(el("li", { class: "message role-" + m.role }, [
           el("div", { class: "message-meta" }, [el("span", { class: "role", text: who })]),
           el("div", { class: "content", text: m.content || "" }),
@@ -46,7 +46,7 @@
         if (a.dataset.id === id) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
       }
     } catch (err) {
-      toast(err.status === 404 ? "This archived conversation does not exist." : err.message);
+      toast(err.status === 404 ? t("This archived conversation does not exist.") : err.message);
     }
   }
 
@@ -58,12 +58,12 @@
     } catch (err) { toast(err.message); }
   });
   document.getElementById("archive-delete").addEventListener("click", async () => {
-    if (!confirm("Delete this conversation permanently? This cannot be undone.")) return;
+    if (!confirm(t("Delete this conversation permanently? This cannot be undone."))) return;
     try {
       await api("DELETE", "/api/v1/archive/" + current);
       view.hidden = true; current = "";
       history.replaceState(null, "", "/archive");
-      toast("Deleted.");
+      toast(t("Deleted."));
       load();
     } catch (err) { toast(err.message); }
   });

@@ -4,40 +4,40 @@
    and which ones the user approves first. */
 (function () {
   "use strict";
-  const { api, items, el, toast } = window.chatmem;
+  const { api, items, el, toast, t, tn, locale } = window.chatmem;
   const list = document.getElementById("mcp-list");
   const empty = document.getElementById("mcp-empty");
   if (!list) return;
 
-  const STATES = { ready: "Ready", connecting: "Connecting…", failed: "Failed", disabled: "Disabled", not_connected: "Not connected" };
+  const STATES = { ready: t("Ready"), connecting: t("Connecting…"), failed: t("Failed"), disabled: t("Disabled"), not_connected: t("Not connected") };
 
   function when(iso) {
-    if (!iso) return "never";
+    if (!iso) return t("never");
     const d = new Date(iso);
-    return isNaN(d) ? iso : d.toLocaleString();
+    return isNaN(d) ? iso : d.toLocaleString(locale);
   }
 
   function healthLine(h) {
     const parts = [];
-    if (h.state === "ready") parts.push((h.tool_count ?? 0) + " tools");
-    parts.push("last success: " + when(h.last_success_at));
+    if (h.state === "ready") parts.push(tn("{n} tool", "{n} tools", h.tool_count ?? 0));
+    parts.push(t("last success: {time}", { time: when(h.last_success_at) }));
     return parts.join(" · ");
   }
 
   /* The policy editor: one row per tool the server lists, "Offered" and "Ask first". */
   function policyEditor(s) {
     const names = [...new Set([...(s.health.tools || []), ...(s.allowed_tools || []), ...(s.ask_first_tools || [])])].sort();
-    if (!names.length) return el("p", { class: "muted small", text: "The server lists no tools yet." });
+    if (!names.length) return el("p", { class: "muted small", text: t("The server lists no tools yet.") });
     const allowed = s.allowed_tools === null || s.allowed_tools === undefined ? null : new Set(s.allowed_tools);
     const ask = new Set(s.ask_first_tools || []);
     const rows = names.map((name) => {
-      const offered = el("input", { type: "checkbox", "aria-label": "Offer " + name });
+      const offered = el("input", { type: "checkbox", "aria-label": t("Offer {tool}", { tool: name }) });
       offered.checked = allowed === null || allowed.has(name);
-      const asks = el("input", { type: "checkbox", "aria-label": "Ask first before " + name });
+      const asks = el("input", { type: "checkbox", "aria-label": t("Ask first before {tool}", { tool: name }) });
       asks.checked = ask.has(name);
       return { name, offered, asks, row: el("tr", {}, [el("td", { text: name }), el("td", {}, [offered]), el("td", {}, [asks])]) };
     });
-    const save = el("button", { type: "button", class: "primary", text: "Save tools" });
+    const save = el("button", { type: "button", class: "primary", text: t("Save tools") });
     const status = el("span", { class: "small muted", role: "status" });
     save.addEventListener("click", async () => {
       const offered = rows.filter((r) => r.offered.checked).map((r) => r.name);
@@ -46,13 +46,13 @@
         ask_first_tools: rows.filter((r) => r.asks.checked).map((r) => r.name),
       };
       save.disabled = true;
-      try { await api("PATCH", "/api/v1/mcp-servers/" + s.id, body); status.textContent = "Saved"; }
+      try { await api("PATCH", "/api/v1/mcp-servers/" + s.id, body); status.textContent = t("Saved"); }
       catch (err) { status.textContent = ""; toast(err.message); }
       finally { save.disabled = false; }
     });
     return el("div", { class: "mcp-policy" }, [
       el("table", { class: "mcp-tools" }, [
-        el("thead", {}, [el("tr", {}, [el("th", { text: "Tool" }), el("th", { text: "Offered" }), el("th", { text: "Ask first" })])]),
+        el("thead", {}, [el("tr", {}, [el("th", { text: t("Tool") }), el("th", { text: t("Offered") }), el("th", { text: t("Ask first") })])]),
         el("tbody", {}, rows.map((r) => r.row)),
       ]),
       el("div", { class: "row" }, [save, status]),
@@ -63,7 +63,7 @@
     list.replaceChildren();
     for (const s of servers) {
       const h = s.health || {};
-      const details = el("details", { class: "mcp-tools-box" }, [el("summary", { text: "Tools" }), policyEditor(s)]);
+      const details = el("details", { class: "mcp-tools-box" }, [el("summary", { text: t("Tools") }), policyEditor(s)]);
       list.append(el("li", { "data-id": s.id, class: "mcp-server state-" + h.state }, [
         el("div", { class: "mcp-head" }, [
           el("span", { class: "profile-name", text: s.name }),
@@ -71,7 +71,7 @@
           el("span", { class: "muted small", text: s.url }),
         ]),
         el("p", { class: "small mcp-health", text: healthLine(h) }),
-        h.last_error ? el("p", { class: "small mcp-error", text: "Last error (" + when(h.last_error_at) + "): " + h.last_error }) : null,
+        h.last_error ? el("p", { class: "small mcp-error", text: t("Last error ({time}): {error}", { time: when(h.last_error_at), error: h.last_error }) }) : null,
         details,
       ]));
     }

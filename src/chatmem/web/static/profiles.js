@@ -4,7 +4,7 @@
    server's default; an emptied one returns to it.  An empty answer reserve is automatic. */
 (function () {
   "use strict";
-  const { api, items, el, fmtInt, fmtTokens, toast } = window.chatmem;
+  const { api, items, el, fmtTokens, toast, t, tn } = window.chatmem;
   const list = document.getElementById("profile-list");
   const empty = document.getElementById("profiles-empty");
   const form = document.getElementById("profile-form");
@@ -30,7 +30,7 @@
   }
   function showAutoReserve() {
     const window = Number($("pf-window").value) || 32768;
-    $("pf-reserve").placeholder = "automatic: " + fmtInt(autoReserve(window)) + " tokens";
+    $("pf-reserve").placeholder = tn("automatic: {n} token", "automatic: {n} tokens", autoReserve(window));
   }
 
   /* The profile's own price overrides (the form edits these, not the price table's). */
@@ -42,19 +42,19 @@
     list.replaceChildren();
     for (const p of profiles) {
       const result = el("span", { class: "test-result small", role: "status" });
-      const testButton = el("button", { type: "button", text: "Test connection" });
+      const testButton = el("button", { type: "button", text: t("Test connection") });
       testButton.addEventListener("click", () => test(p, testButton, result));
       // Somebody else's shared profile (SEC-4): usable, not editable, its endpoint unseen.
       const editable = p.editable !== false;
       list.append(el("li", { "data-id": p.id }, [
         el("span", { class: "profile-name", text: p.name }),
-        el("span", { class: "muted small", text: p.model + " · " + fmtTokens(p.context_window) + " tokens" + (p.stateless ? " · stateless" : "") + (isFree(p) ? " · free" : "") }),
-        el("span", { class: "badge key-state", text: editable ? (p.has_api_key ? "Key set" : "No key") : "Shared" }),
+        el("span", { class: "muted small", text: [p.model, t("{tokens} tokens", { tokens: fmtTokens(p.context_window) })].concat(p.stateless ? [t("stateless")] : [], isFree(p) ? [t("free")] : []).join(" · ") }),
+        el("span", { class: "badge key-state", text: editable ? (p.has_api_key ? t("Key set") : t("No key")) : t("Shared") }),
         el("span", { class: "spacer" }),
         testButton,
         ...(editable ? [
-          el("button", { type: "button", text: "Edit", onclick: () => edit(p) }),
-          el("button", { type: "button", class: "danger", text: "Delete", onclick: () => remove(p) }),
+          el("button", { type: "button", text: t("Edit"), onclick: () => edit(p) }),
+          el("button", { type: "button", class: "danger", text: t("Delete"), onclick: () => remove(p) }),
         ] : []),
         result,
       ]));
@@ -71,14 +71,16 @@
   async function test(p, button, result) {
     button.disabled = true;
     result.className = "test-result small";
-    result.textContent = "Testing…";
+    result.textContent = t("Testing…");
     try {
       const body = await api("POST", "/api/v1/profiles/" + p.id + "/test");
       const ok = !body || body.ok !== false;
-      result.textContent = ok ? "Connection works" + (body && body.latency_ms ? " (" + Math.round(body.latency_ms) + " ms)" : "") : "Failed: " + ((body.error && body.error.message) || body.message || "no answer");
+      result.textContent = ok
+        ? (body && body.latency_ms ? t("Connection works ({ms} ms)", { ms: Math.round(body.latency_ms) }) : t("Connection works"))
+        : t("Failed: {error}", { error: (body.error && body.error.message) || body.message || t("no answer") });
       result.classList.add(ok ? "ok" : "fail");
     } catch (err) {
-      result.textContent = "Failed: " + err.message;
+      result.textContent = t("Failed: {error}", { error: err.message });
       result.classList.add("fail");
     } finally {
       button.disabled = false;
@@ -88,14 +90,14 @@
   function edit(p) {
     form.hidden = false;
     error.hidden = true;
-    $("profile-form-title").textContent = p ? "Edit " + p.name : "Add a model";
+    $("profile-form-title").textContent = p ? t("Edit {name}", { name: p.name }) : t("Add a model");
     $("pf-id").value = p ? p.id : "";
     $("pf-name").value = p ? p.name : "";
     $("pf-base-url").value = p ? p.base_url : "";
     $("pf-model").value = p ? p.model : "";
     $("pf-api-key").value = "";
-    $("pf-api-key").placeholder = p && p.has_api_key ? "Key set — type to replace" : "Optional";
-    $("pf-key-state").textContent = p && p.has_api_key ? "Key set" : "No key set";
+    $("pf-api-key").placeholder = p && p.has_api_key ? t("Key set — type to replace") : t("Optional");
+    $("pf-key-state").textContent = p && p.has_api_key ? t("Key set") : t("No key set");
     $("pf-window").value = p ? p.context_window : 32768;
     $("pf-reserve").value = p && !p.answer_reserve_auto && p.answer_reserve != null ? p.answer_reserve : "";
     showAutoReserve();
@@ -115,7 +117,7 @@
   }
 
   async function remove(p) {
-    if (!confirm("Delete the model profile “" + p.name + "”?")) return;
+    if (!confirm(t("Delete the model profile “{name}”?", { name: p.name }))) return;
     try { await api("DELETE", "/api/v1/profiles/" + p.id); await load(); }
     catch (err) { toast(err.message); }
   }

@@ -3,7 +3,7 @@
    view, so thousands of conversations cost one page at a time. */
 (function () {
   "use strict";
-  const { api, items, el, toast, debounce } = window.chatmem;
+  const { api, items, el, toast, debounce, t, tn } = window.chatmem;
   const PAGE = 50;
   const list = document.getElementById("conversation-list");
   const empty = document.getElementById("list-empty");
@@ -19,8 +19,8 @@
 
   function conversationItem(c) {
     const link = el("a", { href: "/c/" + c.id, "data-id": c.id }, [
-      c.pinned ? el("span", { class: "pin-mark", title: "Pinned" }, [el("span", { class: "visually-hidden", text: "Pinned: " })]) : null,
-      el("span", { class: "title", text: c.title || "Untitled" }),
+      c.pinned ? el("span", { class: "pin-mark", title: t("Pinned") }, [el("span", { class: "visually-hidden", text: t("Pinned:") + " " })]) : null,
+      el("span", { class: "title", text: c.title || t("Untitled") }),
     ]);
     if (c.id === state.current) link.setAttribute("aria-current", "page");
     const snippet = c.snippet || c.match;
@@ -36,9 +36,7 @@
     const ev = me && me.evicted;
     const n = typeof ev === "number" ? ev : ev && ev.conversations;
     if (typeof n === "number" && n > 0) {
-      evicted.textContent = n === 1
-        ? "1 conversation was removed to stay within the storage quota."
-        : n + " conversations were removed to stay within the storage quota.";
+      evicted.textContent = tn("{n} conversation was removed to stay within the storage quota.", "{n} conversations were removed to stay within the storage quota.", n);
       evicted.hidden = false;
     }
   }
@@ -62,7 +60,7 @@
       state.done = next ? false : (body && body.has_more === true ? false : rows.length < PAGE);
       if (!next && body && body.has_more === false) state.done = true;
       empty.hidden = list.children.length > 0;
-      empty.textContent = state.q ? "No chats match." : "No chats yet.";
+      empty.textContent = state.q ? t("No chats match.") : t("No chats yet.");
       more.hidden = state.done;
     } catch (err) {
       toast(err.message);
@@ -108,9 +106,9 @@
     folderList.replaceChildren(keep);
     for (const f of state.folders) {
       const button = el("button", { type: "button", class: "folder-filter", "data-folder": f.id, "aria-pressed": String(state.folder === f.id), text: f.name });
-      const remove = el("button", { type: "button", class: "icon-button", "aria-label": "Delete folder " + f.name, text: "×" });
+      const remove = el("button", { type: "button", class: "icon-button", "aria-label": t("Delete folder {name}", { name: f.name }), text: "×" });
       remove.addEventListener("click", async () => {
-        if (!confirm("Delete the folder “" + f.name + "”? Its chats stay.")) return;
+        if (!confirm(t("Delete the folder “{name}”? Its chats stay.", { name: f.name }))) return;
         try { await api("DELETE", "/api/v1/folders/" + f.id); await loadFolders(); if (state.folder === f.id) selectFolder(""); }
         catch (err) { toast(err.message); }
       });
@@ -139,7 +137,7 @@
   }
 
   document.getElementById("new-folder").addEventListener("click", async () => {
-    const name = prompt("Folder name");
+    const name = prompt(t("Folder name"));
     if (!name || !name.trim()) return;
     try { await api("POST", "/api/v1/folders", { name: name.trim() }); await loadFolders(); }
     catch (err) { toast(err.message); }

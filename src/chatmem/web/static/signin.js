@@ -1,6 +1,7 @@
 /* The sign-in form: POST /api/v1/auth/login sets the session cookie, then go where we were headed. */
 (function () {
   "use strict";
+  const { t } = window.chatmem;
   /* SEC-3: only a path on this site, as the server checks it: one leading "/", no "//" or
      backslash (browsers read "/\\host" as "//host"), no control characters or spaces (they
      drop tabs and newlines: "/\t/host" is "//host"); and it must resolve to this origin. */
@@ -21,7 +22,7 @@
     const name = form.elements.name.value.trim();
     const password = form.elements.password.value;
     if (!name || !password) {
-      error.textContent = "Enter your name and password.";
+      error.textContent = t("Enter your name and password.");
       error.hidden = false;
       return;
     }
@@ -30,7 +31,7 @@
       location.assign(sameSitePath(form.dataset.next));
     } catch (err) {
       error.textContent = err.status === 401 || err.status === 403 || err.status === 404
-        ? "Wrong name or password." : err.message;
+        ? t("Wrong name or password.") : err.message;
       error.hidden = false;
     }
   });
