@@ -104,6 +104,16 @@ class Settings(BaseSettings):
             "PostgreSQL, file on SQLite)."
         ),
     )
+    max_image_bytes: int = Field(
+        default=5 * 1024 * 1024,
+        ge=1024,
+        description="Largest image accepted as an attachment (PNG, JPEG, GIF, WebP), in bytes.",
+    )
+    max_projects: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most projects a user may keep (unset: no limit; the extension preset: 50).",
+    )
     max_import_bytes: int = Field(
         default=1024 * 1024 * 1024,
         description="Largest accepted upload for POST /api/v1/import, in bytes.",

@@ -46,6 +46,7 @@ from typing import Any
 
 from chatmem.context.errors import PlanInputError
 from chatmem.context.history import Pair, PairWalker, TokensOf
+from chatmem.context.images import Rider, with_riders
 from chatmem.context.tokens import tool_calls_json
 from chatmem.context.values import MODES, Message, MessageStatus, Mode, Profile
 
@@ -84,15 +85,23 @@ def api_message(message: Message, calls: Sequence[Any] | None = None) -> dict[st
     return out
 
 
+def _content(message: Message, riders: Mapping[str, Sequence[Rider]] | None) -> Any:
+    """The message's content as sent: with its images when any ride with it (PROJ-2)."""
+    attached = riders.get(message.id) if riders else None
+    return with_riders(message.content, attached, message.role) if attached else message.content
+
+
 def render_pair(
     messages: Sequence[Message],
     start: int,
     stop: int,
     *,
     drop: frozenset[str] = frozenset(),
+    riders: Mapping[str, Sequence[Rider]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[MessageStatus]]:
     """The messages of one pair as sent, and their statuses, keeping calls with results.
-    ``drop``: tool call ids left out with their results (CTX-13, CTX-20)."""
+    ``drop``: tool call ids left out with their results (CTX-13, CTX-20).  ``riders``: the
+    images riding with messages (PROJ-2)."""
     pair = messages[start:stop]
     plain = True
     for m in pair:
@@ -101,7 +110,7 @@ def render_pair(
             break
     if plain:
         return (
-            [{"role": m.role, "content": m.content} for m in pair],
+            [{"role": m.role, "content": _content(m, riders)} for m in pair],
             ["in_memory"] * len(pair),
         )
     answered = {m.tool_call_id for m in pair if m.role == "tool"} - drop
@@ -124,7 +133,7 @@ def render_pair(
             else:
                 statuses.append("out_of_memory")
         else:
-            sent.append({"role": m.role, "content": m.content})
+            sent.append({"role": m.role, "content": _content(m, riders)})
             statuses.append("in_memory")
     return sent, statuses
 
@@ -157,12 +166,14 @@ def select_pairs(
     tokens_of: TokensOf,
     file_tokens: Mapping[str, int] | None = None,
     floor: int | None = None,
+    riders: Mapping[str, Sequence[Rider]] | None = None,
 ) -> Selection:
     """``economy``/``full``: every pair after the summary, newest first, while it fits.
 
     ``file_tokens`` maps a message id to the tokens of the auto files riding with it
-    (CTX-16): a pair is taken only if it fits together with its files.  ``floor``: pairs
-    starting before it are not taken (they are to be folded, CTX-21)."""
+    (CTX-16) and its images (PROJ-2): a pair is taken only if it fits together with them.
+    ``floor``: pairs starting before it are not taken (they are to be folded, CTX-21).
+    ``riders``: the images, sent with their messages."""
     walker = PairWalker(messages, stop, through, tokens_of)
     chosen = Selection(lo=stop)
     sent_chunks: list[list[dict[str, Any]]] = []
@@ -184,7 +195,7 @@ def select_pairs(
             chosen.overflow_pair = pair
             break
         spent += cost
-        sent, statuses = render_pair(messages, pair.start, pair.stop)
+        sent, statuses = render_pair(messages, pair.start, pair.stop, riders=riders)
         sent_chunks.append(sent)
         status_chunks.append(statuses)
         chosen.pairs.append(pair)

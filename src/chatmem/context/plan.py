@@ -58,6 +58,17 @@ from chatmem.context.compaction import (
 )
 from chatmem.context.errors import DoesNotFit, ToolResultTooLarge
 from chatmem.context.history import PairWalker, TokensOf, find_backward, tokens_between
+from chatmem.context.images import (
+    DRAFT,
+    MESSAGE_NOT_SENT,
+    NOT_ACCEPTED,
+    NOT_ATTACHED,
+    WINDOW_MODE,
+    Rider,
+    rider_tokens,
+    riders,
+    with_riders,
+)
 from chatmem.context.modes import (
     MIN_UNLOAD_FRACTION,
     SUMMARY_MODES,
@@ -171,6 +182,8 @@ class Plan:
     price: PriceEstimate = field(default_factory=lambda: PriceEstimate(0.0))
     #: Tool results of the turn too large to send (CTX-13); ``fits`` is then false.
     oversized: tuple[OversizedResult, ...] = ()
+    #: PROJ-2: each attached image's status, tokens and, when it is not sent, why.
+    images: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The CONTRACT's plan JSON (statuses fully expanded)."""
@@ -201,6 +214,8 @@ class Plan:
                 "currency": self.price.currency,
                 "free": self.price.free,
             },
+            # PROJ-2, only when images are attached: each one's status, tokens and reason.
+            **({"images": {k: dict(v) for k, v in self.images.items()}} if self.images else {}),
         }
 
     def require_fit(self) -> None:
@@ -288,12 +303,21 @@ def _plan(
     summary = conversation.summary if mode in SUMMARY_MODES else None
     through = summary.through if summary is not None else None
 
-    instructions_tokens = (
-        MESSAGE_OVERHEAD + tok.count(conversation.instructions) if conversation.instructions else 0
+    instructions_tokens = sum(
+        MESSAGE_OVERHEAD + tok.count(text)
+        for text in (conversation.project_instructions, conversation.instructions)
+        if text
     )
     tools_tokens = count_tools(conversation.tools, tok)
     current_summary_tokens = summary_tokens(summary, tok) if summary is not None else 0
     draft_tokens = MESSAGE_OVERHEAD + tok.count(draft) if draft else 0
+    # PROJ-2: images ride with their messages (none in window mode: text only).
+    # Images not attached to a message yet ride with the draft (the question they go with).
+    attached = riders(conversation.files, profile, tok) if mode != "window" else {}
+    draft_riders = attached.pop(DRAFT, [])
+    if draft is None:
+        draft_riders = []
+    rider_toks = rider_tokens(attached)
 
     # Files sent with every request: pinned ones, and (but in ``off``) those attached to the
     # conversation rather than to a message (CTX-16).  CTX-21 counts them as must-send.
@@ -309,16 +333,20 @@ def _plan(
     turn_sent: list[dict[str, Any]] = []
     turn_statuses: list[MessageStatus] = []
     turn_tokens = 0
+    # The draft's and the turn's images (PROJ-2): always sent with them.
+    turn_riders = sum(r.tokens for r in draft_riders)
     reserve = profile.answer_reserve
     window = profile.context_window
     budget = window - reserve
     oversized: tuple[OversizedResult, ...] = ()
     if history_stop < n and mode != "window":
-        turn_sent, turn_statuses = render_pair(messages, history_stop, n)
+        turn_sent, turn_statuses = render_pair(messages, history_stop, n, riders=attached)
         turn_tokens = sum(
             m.tokens if m.tokens is not None else tokens_of(m) for m in messages[history_stop:n]
         )
-        fixed = instructions_tokens + tools_tokens + draft_tokens + pinned_tokens
+        if rider_toks:
+            turn_riders += sum(rider_toks.get(m.id, 0) for m in messages[history_stop:n])
+        fixed = instructions_tokens + tools_tokens + draft_tokens + pinned_tokens + turn_riders
         most = max(new_summary_tokens(profile), current_summary_tokens)
         if turn_tokens > budget - fixed - (most if mode in SUMMARY_MODES else 0):
             # CTX-13: a tool result the window cannot take even with the rest folded away is
@@ -335,6 +363,7 @@ def _plan(
                     turn_tokens=turn_tokens,
                     tokens_of=tokens_of,
                     needed=fixed + floor_tokens + turn_tokens + reserve,
+                    riders=attached,
                 )
                 if turn_tokens > room
                 else None
@@ -343,9 +372,18 @@ def _plan(
                 # Not sent, but counted: the refusal says what the turn would need (CTX-19).
                 oversized, turn_sent, turn_statuses, _left = cut
     # CTX-21: what every request of this turn carries, whatever the memory holds.
-    must = instructions_tokens + tools_tokens + draft_tokens + pinned_tokens + turn_tokens
+    must = (
+        instructions_tokens
+        + tools_tokens
+        + draft_tokens
+        + pinned_tokens
+        + turn_tokens
+        + turn_riders
+    )
     window_sent_tail: list[dict[str, Any]] = []
     auto_file_tokens = _auto_file_tokens(conversation.files, tok)
+    for mid, extra in rider_toks.items():
+        auto_file_tokens[mid] = auto_file_tokens.get(mid, 0) + extra
     fold: _Fold | None = None
     summary_tok = current_summary_tokens
 
@@ -365,6 +403,7 @@ def _plan(
             available=budget - base - current_summary_tokens,
             tokens_of=tokens_of,
             file_tokens=auto_file_tokens,
+            riders=attached,
         )
         floor = _fold_floor(
             mode,
@@ -388,6 +427,7 @@ def _plan(
                 current_summary_tokens=current_summary_tokens,
                 tokens_of=tokens_of,
                 auto_file_tokens=auto_file_tokens,
+                riders=attached,
             )
             if folded is not None:
                 fold, chosen = folded
@@ -406,13 +446,18 @@ def _plan(
     in_memory_ids.update(
         messages[history_stop + k].id for k, s in enumerate(turn_statuses) if s == "in_memory"
     )
+    if draft_riders:
+        attached[DRAFT] = draft_riders
+    images, images_tokens, placeholder_tokens = _image_report(
+        conversation.files, attached, in_memory_ids | {DRAFT}, mode
+    )
     file_statuses: dict[str, FileStatus] = {}
     sent_files: list[File] = []
     for f in conversation.files:
         if f.state == "excluded":
             file_statuses[f.id] = "excluded"
         elif f.binary:  # PROV-4, PROJ-2: a placeholder in its message stands for it
-            file_statuses[f.id] = "out_of_memory"
+            file_statuses[f.id] = images[f.id]["status"] if f.id in images else "out_of_memory"
         elif f.state == "pinned":
             file_statuses[f.id] = "pinned"
             sent_files.append(f)
@@ -424,6 +469,8 @@ def _plan(
     files_tokens = sum(_file_tokens(f, tok) for f in sent_files)
 
     sent: list[dict[str, Any]] = []
+    if conversation.project_instructions:
+        sent.append({"role": role, "content": conversation.project_instructions})
     if conversation.instructions:
         sent.append({"role": role, "content": conversation.instructions})
     if fold is not None:
@@ -437,11 +484,20 @@ def _plan(
         sent.extend(window_sent_tail)
     else:
         sent.extend(turn_sent)
-        if draft:
+        if draft_riders:
+            sent.append({"role": "user", "content": with_riders(draft or "", draft_riders, "user")})
+        elif draft:
             sent.append({"role": "user", "content": draft})
 
-    messages_tokens = chosen.tokens + turn_tokens + draft_tokens
-    used = instructions_tokens + tools_tokens + summary_tok + messages_tokens + files_tokens
+    messages_tokens = chosen.tokens + turn_tokens + draft_tokens + placeholder_tokens
+    used = (
+        instructions_tokens
+        + tools_tokens
+        + summary_tok
+        + messages_tokens
+        + files_tokens
+        + images_tokens
+    )
     fits = not chosen.overflow and used <= budget and not oversized
     breakdown = Breakdown(
         instructions=instructions_tokens,
@@ -449,7 +505,7 @@ def _plan(
         summary=summary_tok,
         messages=messages_tokens,
         files=files_tokens,
-        images=0,
+        images=images_tokens,
         reserve=reserve,
         free=max(0, window - used - reserve),
         used=used,
@@ -494,7 +550,47 @@ def _plan(
         ),
         price=price,
         oversized=oversized,
+        images=images,
     )
+
+
+def _image_report(
+    files: Sequence[File],
+    attached: Mapping[str, Sequence[Rider]],
+    in_memory: set[str],
+    mode: Mode,
+) -> tuple[dict[str, dict[str, Any]], int, int]:
+    """PROJ-2: each image's entry in the plan (status, tokens, why it is not sent), the
+    tokens of the images sent, and those of the placeholders sent in their stead."""
+    report: dict[str, dict[str, Any]] = {}
+    images = placeholders = 0
+    for rider in (r for group in attached.values() for r in group):
+        sent = (rider.file.message_id or DRAFT) in in_memory
+        if sent and rider.part is not None:
+            images += rider.tokens
+            report[rider.file.id] = {"status": "in_memory", "tokens": rider.tokens}
+            continue
+        if sent:
+            placeholders += rider.tokens
+        report[rider.file.id] = {
+            "status": "out_of_memory",
+            "tokens": 0,
+            "reason": NOT_ACCEPTED if rider.part is None else MESSAGE_NOT_SENT,
+        }
+    for f in files:
+        if f.image and f.id not in report:
+            reason = (
+                "excluded"
+                if f.state == "excluded"
+                else NOT_ATTACHED
+                if f.message_id is None
+                else WINDOW_MODE
+                if mode == "window"
+                else MESSAGE_NOT_SENT
+            )
+            status = "excluded" if f.state == "excluded" else "out_of_memory"
+            report[f.id] = {"status": status, "tokens": 0, "reason": reason}
+    return report, images, placeholders
 
 
 def _summary_floor(
@@ -532,6 +628,7 @@ def _oversized_results(
     turn_tokens: int,
     tokens_of: TokensOf,
     needed: int,
+    riders: Mapping[str, Sequence[Rider]] | None = None,
 ) -> tuple[tuple[OversizedResult, ...], list[dict[str, Any]], list[MessageStatus], int] | None:
     """The turn with its largest tool results left out (each with its call, CTX-20) until it
     fits ``room``: the results, the turn as sent, its statuses and tokens; None when leaving
@@ -557,7 +654,7 @@ def _oversized_results(
     drop: set[str] = set()
     for _tokens, k in candidates:
         drop.add(str(messages[k].tool_call_id))
-        sent, statuses = render_pair(messages, history_stop, n, drop=frozenset(drop))
+        sent, statuses = render_pair(messages, history_stop, n, drop=frozenset(drop), riders=riders)
         left_out = sum(
             cost(messages[history_stop + i])
             for i, (was, now) in enumerate(zip(before, statuses, strict=True))
@@ -611,6 +708,7 @@ def _after_fold(
     current_summary_tokens: int,
     tokens_of: TokensOf,
     auto_file_tokens: Mapping[str, int],
+    riders: Mapping[str, Sequence[Rider]] | None = None,
 ) -> tuple[_Fold, Selection] | None:
     """The fold and the verbatim tail after it, or None when no fold is wanted or possible.
 
@@ -629,6 +727,7 @@ def _after_fold(
         tokens_of=tokens_of,
         file_tokens=auto_file_tokens,
         floor=floor,
+        riders=riders,
     )
     if not (after.overflow or after.floored):
         return None  # the whole history after the summary stays: nothing to fold

@@ -76,10 +76,18 @@ class File:
     state: FileState = "auto"
     tokens: int | None = None
     mime: str | None = None
+    #: PROJ-2: an image's size in pixels (read from its bytes when stored).
+    width: int | None = None
+    height: int | None = None
 
     @property
     def binary(self) -> bool:
         return self.mime is not None
+
+    @property
+    def image(self) -> bool:
+        """An attached image (PROJ-2; ``chatmem.context.images``): binary, with its size."""
+        return self.mime is not None and self.width is not None and self.height is not None
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,9 @@ class Profile:
     window_messages: int = 12  # N (CTX-6)
     window_chars: int = 8_000  # C (CTX-6)
     instructions_role: InstructionsRole = "system"  # CTX-22
+    accepts_images: bool = False  # PROJ-2: images are sent as image parts
+    #: PROJ-2: flat tokens per image; None: the provider's formula (``context.images``).
+    image_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.answer_reserve is None:
@@ -150,3 +161,5 @@ class Conversation:
     files: Sequence[File] = ()
     instructions: str = ""
     tools: Sequence[Mapping[str, Any]] = field(default_factory=tuple)  # OpenAI tool schemas
+    #: PROJ-1: the project's instructions, sent before the conversation's own.
+    project_instructions: str = ""

@@ -331,6 +331,7 @@ def engine_profile(row: ProfileRecord, summarizer: ProfileRecord | None = None) 
         answer_reserve=_or(row.answer_reserve, default_answer_reserve(row.context_window)),
         tokenizer=row.tokenizer,
         stateless=row.stateless,
+        accepts_images=row.accepts_images,  # PROJ-2
         model=row.model,
         prices=price_info(row).prices,
         **knobs,
@@ -387,6 +388,7 @@ def public_view(row: ProfileRecord, user: User) -> dict[str, Any]:
             "prices": prices,
             "stateless": row.stateless,
             "shared": row.shared,
+            "auto_rank": row.auto_rank,  # USE-4: Auto's order (None: never picked)
             "owned": False,
             "editable": False,
         }
@@ -410,6 +412,7 @@ def public_view(row: ProfileRecord, user: User) -> dict[str, Any]:
         # Issue 17: the recall tool as set (null: on in the economy and full modes).
         "recall": row.recall,
         "shared": row.shared,
+        "auto_rank": row.auto_rank,  # USE-4: Auto's order (None: never picked)
         "owned": row.user_id == user.id,
         "editable": True,
         "created_at": iso(row.created_at),

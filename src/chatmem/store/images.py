@@ -21,15 +21,18 @@ raises ``NotFound`` (STORE-1).  The caller commits.
 
 from __future__ import annotations
 
+import base64
 import io
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound, PayloadTooLarge
+from chatmem.store.db import connection_of
 from chatmem.store.tables.conversations import Conversation, File, Message
 from chatmem.store.tokens import counts_for_text
 from chatmem.store.types import new_id, utcnow
@@ -200,3 +203,19 @@ def image_size(data: bytes | None, mime: str | None) -> tuple[int | None, int | 
     except (InvalidInput, PayloadTooLarge):
         return None, None
     return info.width, info.height
+
+
+def data_urls(session: Session | Connection, file_ids: Sequence[str]) -> dict[str, str]:
+    """``data:`` URLs (base64) of the images with these ids, for a request to a model that
+    takes images (PROJ-2); ids that are not images are left out."""
+    if not file_ids:
+        return {}
+    rows = connection_of(session).execute(
+        select(File.id, File.mime, File.data).where(
+            File.id.in_(list(file_ids)), File.mime.in_(list(EXTENSIONS)), File.data.is_not(None)
+        )
+    )
+    return {
+        row.id: f"data:{row.mime};base64,{base64.b64encode(row.data).decode('ascii')}"
+        for row in rows
+    }

@@ -126,6 +126,9 @@ def file_public(
         # ``content_url``, for the owner only.
         "mime": file.mime,
         "content_url": f"/api/v1/files/{file.id}/content",
+        # PROJ-2: an image's size in pixels (null for anything else).
+        "width": file.width,
+        "height": file.height,
     }
     if status is not None:
         body["status"] = status

@@ -4,6 +4,7 @@ content of a file, text or a tool's binary attachment (PROV-4), for its owner on
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -15,8 +16,9 @@ from chatmem.bounds import check_value
 from chatmem.errors import InvalidInput
 from chatmem.store import conversations as store
 from chatmem.store import files as store_files
+from chatmem.store import images as store_images
 from chatmem.web.api.schemas import Body, file_public
-from chatmem.web.deps import CurrentUser, DbSession
+from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 
 router = APIRouter(tags=["files"])
 
@@ -32,8 +34,18 @@ class FileUpdate(Body):
     state: str
 
 
-async def _upload(request: Request) -> FileCreate:
-    """The upload as a :class:`FileCreate`, from multipart form data or a JSON body."""
+@dataclass(frozen=True)
+class ImageUpload:
+    """PROJ-2: an uploaded image (its bytes are checked when stored)."""
+
+    name: str | None
+    data: bytes
+    message_id: str | None
+
+
+async def _upload(request: Request) -> FileCreate | ImageUpload:
+    """The upload as a :class:`FileCreate`, from multipart form data or a JSON body; an
+    image (by its bytes or its declared type) as an :class:`ImageUpload`."""
     kind = request.headers.get("content-type", "")
     try:
         if kind.startswith("multipart/form-data"):
@@ -42,6 +54,11 @@ async def _upload(request: Request) -> FileCreate:
             if not isinstance(upload, UploadFile):
                 raise InvalidInput("file: missing (send the file in a form field named 'file')")
             raw = await upload.read()
+            if store_images.is_image(raw, upload.content_type):
+                message_id = form.get("message_id")
+                return ImageUpload(
+                    upload.filename, raw, message_id if isinstance(message_id, str) else None
+                )
             try:
                 content = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -90,11 +107,26 @@ _UPLOAD_BODY = {
     "/api/v1/conversations/{conversation_id}/files", status_code=201, openapi_extra=_UPLOAD_BODY
 )
 async def upload_file(
-    conversation_id: str, request: Request, user: CurrentUser, session: DbSession
+    conversation_id: str,
+    request: Request,
+    user: CurrentUser,
+    session: DbSession,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     body = await _upload(request)
 
     def store_upload() -> dict[str, Any]:  # database work off the event loop
+        if isinstance(body, ImageUpload):  # PROJ-2: checked by its bytes, stored as a blob
+            image = store_images.add_image(
+                session,
+                user_id=user.id,
+                conversation_id=conversation_id,
+                message_id=body.message_id,
+                filename=body.name,
+                data=body.data,
+                max_bytes=settings.max_image_bytes,
+            )
+            return file_public(store_files.owned_file(session, user, image.id))
         conversation = store.owned_conversation(session, user, conversation_id)
         row = store_files.add_file(
             session,

@@ -91,7 +91,7 @@ class ProfileCreate(MemoryKnobs):
     output_price_per_mtok: Price | None = None
     free: bool = False
     stateless: bool = False
-    #: PROJ-2, PROV-4: the model takes image input (stored; images are not sent yet).
+    #: PROJ-2, PROV-4: the model takes image input (images are sent as image parts).
     accepts_images: bool = False
     summarizer_profile_id: str | None = None
     shared: bool = False
