@@ -15,10 +15,13 @@ import openai
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
+from sqlalchemy import update
 from tests.support.model_server import DEFAULT_REPLY, FakeModelServer
 from tests.support.serve import ServeProcess
 
 from chatmem.context import get_tokenizer
+from chatmem.store.db import Database
+from chatmem.store.tables.profiles import ModelProfile
 
 pytestmark = pytest.mark.slow
 
@@ -375,3 +378,34 @@ def test_provider_failure_is_an_openai_error(w: World) -> None:
         w.sdk().chat.completions.create(model="fake", messages=[{"role": "user", "content": "x"}])
     assert caught.value.status_code == 502
     assert isinstance(caught.value.body, dict) and caught.value.body["code"] == "provider_auth"
+
+
+def test_auto_answers_with_the_best_ranked_shared_profile(w: World) -> None:
+    admin = w.server.signed_in("root", admin=True)
+    shared = admin.post(
+        "/api/v1/profiles",
+        json={
+            "name": "house",
+            "base_url": w.model.base_url,
+            "model": "fake-model",
+            "free": True,
+            "shared": True,
+        },
+    )
+    assert shared.status_code == 201, shared.text
+    db = Database(w.server.database_url)
+    try:
+        with db.session() as session:
+            session.execute(
+                update(ModelProfile)
+                .where(ModelProfile.id == shared.json()["id"])
+                .values(auto_rank=1)
+            )
+    finally:
+        db.dispose()
+    raw = w.sdk().chat.completions.with_raw_response.create(
+        model="auto", messages=[{"role": "user", "content": "anyone?"}]
+    )
+    assert raw.parse().model == "house"
+    conversation = w.ann.get(f"/api/v1/conversations/{raw.headers[HEADER]}").json()
+    assert conversation["profile_id"] == "auto"

@@ -22,22 +22,18 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
-from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.conversations import create_conversation, owned_conversation_row
 from chatmem.store.messages import insert_message
-from chatmem.store.profiles import ProfileRecord, visible_profiles
+from chatmem.store.profiles import AUTO_PROFILE, visible_profile, visible_profiles
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.types import new_id
-from chatmem.turns import usage
 from chatmem.turns.dbwork import quick_work
 from chatmem.turns.history_match import CLIENT_TOOL, Said, match_history, stored_view
 from chatmem.turns.inputs import TurnInputs
 from chatmem.turns.service import LOCK_TTL, MAX_CONTENT_CHARS, TurnService, lock_name
-
-AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -48,20 +44,27 @@ class HistoryTurn:
     model: str
 
 
-def find_profile(session: Session, user_id: str, model: str, settings: Settings) -> ProfileRecord:
-    """The profile ``model`` names — by id, else by name (the user's own before a shared
-    one of the same name) — or, for ``auto``, the one Auto picks (USE-4)."""
+def find_profile(session: Session, user_id: str, model: str) -> str:
+    """The id of the profile ``model`` names — by id, else by name (the user's own before a
+    shared one of the same name) — or ``auto`` (the turn service resolves it, USE-4)."""
+    if model == AUTO_PROFILE:
+        return AUTO_PROFILE
     profiles = visible_profiles(session, user_id)
-    if model == AUTO:
-        chosen = usage.resolve_auto_profile(session, user_id, settings).profile_id
-        profiles = [p for p in profiles if p.id == chosen]
-    else:
-        by_id = [p for p in profiles if p.id == model]
-        named = sorted((p for p in profiles if p.name == model), key=lambda p: p.shared)
-        profiles = by_id or named
-    if not profiles:
+    by_id = [p for p in profiles if p.id == model]
+    named = sorted((p for p in profiles if p.name == model), key=lambda p: p.shared)
+    found = by_id or named
+    if not found:
         raise NotFound("model")
-    return profiles[0]
+    return found[0].id
+
+
+def answered_name(session: Session, user_id: str, inputs: TurnInputs) -> str:
+    """The name of the profile that answers (what ``model`` reports back)."""
+    name = (inputs.answered or {}).get("name")
+    if not name and inputs.target.profile_id is not None:
+        record = visible_profile(session, user_id, inputs.target.profile_id)
+        name = record.name if record is not None else None
+    return str(name or inputs.target.model or "")
 
 
 def check_messages(messages: Sequence[Said]) -> None:
@@ -141,7 +144,7 @@ def _admit(
     first step's inputs, the MCP servers, the conversation's id, the id of the user message
     the turn answers, and the profile's name."""
     limits = Limits.from_settings(service.settings)
-    profile = find_profile(session, user_id, model, service.settings)
+    profile_id = find_profile(session, user_id, model)
     new: Sequence[Said] = messages
     last_user: str | None = None
     source: Conversation | None = None
@@ -165,12 +168,12 @@ def _admit(
             mode=source.mode if source is not None else "full",
             folder_id=source.folder_id if source is not None else None,
             instructions=source.instructions if source is not None else "",
-            profile_id=profile.id,
+            profile_id=profile_id,
             conversation_id=fresh,
         )
-    elif source is not None and source.profile_id != profile.id:
+    elif source is not None and source.profile_id != profile_id:
         session.execute(
-            update(Conversation).where(Conversation.id == target).values(profile_id=profile.id)
+            update(Conversation).where(Conversation.id == target).values(profile_id=profile_id)
         )
     session.flush()
     ask = new[-1] if new and new[-1].role == "user" else None
@@ -193,7 +196,7 @@ def _admit(
         inputs, servers = service._admit_turn(
             session, user_id, target, ask.content, [], None, run_id=run_id, message_id=message_id
         )
-        return inputs, servers, target, message_id, profile.name
+        return inputs, servers, target, message_id, answered_name(session, user_id, inputs)
     if last_user is None:
         raise InvalidInput("messages: a conversation starts with a message from the user")
     inputs, servers = service._prepare(session, user_id, target, "", [], turn_start=last_user)
@@ -204,5 +207,7 @@ def _admit(
         conversation_id=target,
         user_message_id=last_user,
         replica_id=service.coordinator.replica_id,
+        answered_by=inputs.target.profile_id,
+        answered_reason=(inputs.answered or {}).get("reason"),
     )
-    return inputs, servers, target, last_user, profile.name
+    return inputs, servers, target, last_user, answered_name(session, user_id, inputs)

@@ -17,9 +17,9 @@ from typing import Annotated, Any, cast
 from fastapi import APIRouter, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response
 
-from chatmem.store.profiles import visible_profiles
+from chatmem.store.profiles import AUTO_PROFILE, visible_profiles
 from chatmem.turns.events import RunEvent
-from chatmem.turns.history_turns import AUTO, submit_history
+from chatmem.turns.history_turns import submit_history
 from chatmem.web.api.routes.turns import UserId, turn_service
 from chatmem.web.deps import CurrentUser, DbSession
 from chatmem.web.errors import STATUS_BY_CODE
@@ -132,14 +132,14 @@ def list_models(user: CurrentUser, session: DbSession) -> dict[str, Any]:
     """The user's model profiles in OpenAI's shape (``id``: the profile's name, or its id
     when an earlier profile has the name), and ``auto``."""
     data: list[dict[str, Any]] = []
-    taken = {AUTO}
+    taken = {AUTO_PROFILE}
     # The user's own first: a name shared with a shared profile means theirs (as in use).
     for profile in sorted(visible_profiles(session, user.id), key=lambda p: p.shared):
         name = profile.name if profile.name not in taken else profile.id
         taken.add(name)
         owner = "chatmem-shared" if profile.shared else "chatmem"
         data.append(_model(name, int(profile.created_at.timestamp()), owner, profile.id))
-    data.append(_model(AUTO, 0, "chatmem", None))
+    data.append(_model(AUTO_PROFILE, 0, "chatmem", None))
     return {"object": "list", "data": data}
 
 
