@@ -145,7 +145,13 @@
 
   /* Drawer on phones */
   document.getElementById("open-sidebar").addEventListener("click", () => { sidebar.classList.add("open"); search.focus(); });
-  document.getElementById("close-sidebar").addEventListener("click", () => sidebar.classList.remove("open"));
+  document.getElementById("close-sidebar").addEventListener("click", () => {
+    sidebar.classList.remove("open");
+    document.getElementById("open-sidebar").focus(); // the closed drawer cannot keep the focus
+  });
+  sidebar.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && sidebar.classList.contains("open")) document.getElementById("close-sidebar").click();
+  });
   document.addEventListener("keydown", (e) => { if (e.key === "Escape") sidebar.classList.remove("open"); });
 
   function markCurrent(id) {
