@@ -45,6 +45,10 @@
     for (const p of state.profiles) {
       modelSelect.append(el("option", { value: p.id, text: p.name + (p.model && p.model !== p.name ? " · " + p.model : "") }));
     }
+    // USE-4: "Auto" (the best model allowed now) once an administrator has ranked models for it.
+    if (state.profiles.some((p) => p.shared && p.auto_rank != null)) {
+      modelSelect.append(el("option", { value: "auto", text: t("Auto (best model available)") }));
+    }
     document.dispatchEvent(new CustomEvent("chatmem:profiles", { detail: state.profiles }));
   }
 
@@ -96,7 +100,7 @@
     pinButton.textContent = c.pinned ? t("Unpin") : t("Pin");
     folderSelect.value = c.folder_id || c.folder || "";
     document.getElementById("export-chat").href = "/api/v1/export?conversation_id=" + encodeURIComponent(c.id);
-    if (c.profile_id && profileById(c.profile_id)) modelSelect.value = c.profile_id;
+    if (c.profile_id && (profileById(c.profile_id) || c.profile_id === "auto")) modelSelect.value = c.profile_id;
     if (window.chatmem.usage) window.chatmem.usage.apply(); // a locked model shows its fallback
     feed.setConversation(c.id, c.source_conversation_id);
     memory.setConversation(c.id); // the counter and memory window follow from here on

@@ -143,6 +143,15 @@
     };
   }
 
+  /* USE-4: which model answered when it is not the one chosen (a locked model, or Auto). */
+  function answeredNote(answered) {
+    if (!answered || !answered.reason) return "";
+    const name = answered.name || t("another model");
+    if (answered.reason === "credits_exhausted") return t("Answered by {name}: credits exhausted", { name });
+    if (answered.reason === "auto") return t("Answered by {name} (Auto)", { name });
+    return answered.note || "";
+  }
+
   function renderMessage(m) {
     const node = messageTemplate.content.firstElementChild.cloneNode(true);
     node.dataset.id = m.id || "";
@@ -158,6 +167,8 @@
       if (m.content) content.append(document.createTextNode(m.content));
       for (const call of m.tool_calls || []) content.append(toolCallBox(call));
     }
+    const note = answeredNote(m.answered_by);
+    if (note) content.after(el("p", { class: "answered-by muted small", text: note }));
     if (m.role === "user" && m.id) {
       const toggle = node.querySelector(".exclude-pair");
       toggle.hidden = false;

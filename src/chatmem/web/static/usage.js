@@ -27,7 +27,7 @@
   /* The fallback model's name, from the profiles the selector lists. */
   function fallbackName(id) {
     const option = id ? Array.from(modelSelect.options).find((o) => o.value === id) : null;
-    return option ? option.textContent.replace(/^🔒 /, "").split(" · ")[0] : "the base model";
+    return option ? option.textContent.replace(/^🔒 /, "").split(" · ")[0] : t("the base model");
   }
 
   /* When the exhausted window starts over, in the reader's words ("Mon 14:00"). */
@@ -48,8 +48,8 @@
     fill.setAttribute("stroke-dasharray", Math.round(share * 100) + " 100");
     const exhausted = !!usage.exhausted;
     ring.classList.toggle("exhausted", exhausted);
-    ring.setAttribute("aria-label", "Usage " + Math.round(share * 100) + "%");
-    ring.title = "Usage " + Math.round(share * 100) + "% of the included amount";
+    ring.setAttribute("aria-label", t("Usage {percent}%", { percent: Math.round(share * 100) }));
+    ring.title = t("Usage {percent}% of the included amount", { percent: Math.round(share * 100) });
     const fid = usage.fallback_profile_id || null;
     const name = fallbackName(fid);
     const when = exhausted ? resetsAt() : "";
@@ -66,7 +66,7 @@
       }
     }
     modelNote.hidden = !exhausted;
-    modelNote.textContent = exhausted ? "Credits exhausted: you can only use " + name : "";
+    modelNote.textContent = exhausted ? t("Credits exhausted: you can only use {model}", { model: name }) : "";
     // Shown, not chosen: the chat keeps its own model for when the credits are back, so
     // the chat script only re-reads the selector (no "change", which would save the choice).
     if (exhausted && fid && modelSelect.value !== fid && Array.from(modelSelect.options).some((o) => o.value === fid)) {
@@ -76,8 +76,8 @@
     // Where extension requests are disabled there is no warning, only the locks (USE-3).
     warning.hidden = !(exhausted && usage.extension_requests !== false);
     warningText.textContent = usage.exhausted_by === "session"
-      ? "You have used the included usage for this session window."
-      : "You have used this week's included usage.";
+      ? t("You have used the included usage for this session window.")
+      : t("You have used this week's included usage.");
   }
 
   async function load() {
@@ -90,12 +90,13 @@
     requestButton.disabled = true;
     try {
       const body = await api("POST", "/api/v1/usage/extension-requests");
-      toast(body && body.already_notified ? "Administrators were already notified" : "The administrators were notified");
+      toast(body && body.already_notified ? t("Administrators were already notified") : t("The administrators were notified"));
     } catch (err) {
-      toast(err.status === 409 || err.status === 429 ? "Administrators were already notified" : err.message);
+      toast(err.status === 409 || err.status === 429 ? t("Administrators were already notified") : err.message);
     } finally { requestButton.disabled = false; }
   });
-  ring.addEventListener("click", () => { if (window.chatmem.memory) window.chatmem.memory.open(); });
+  // USE-4: the ring opens the usage page (reset times, spending per conversation and model).
+  ring.addEventListener("click", () => location.assign("/usage"));
   document.addEventListener("chatmem:profiles", apply);
   window.chatmem.usage = { reload: load, apply };
   load();

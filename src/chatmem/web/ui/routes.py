@@ -143,3 +143,22 @@ def archive(request: Request) -> Response:
 @router.get("/archive/{archive_id}", response_class=HTMLResponse)
 def archived_conversation(request: Request, archive_id: str) -> Response:
     return _signed_in_page(request, "archive.html", archive_id=archive_id)
+
+
+@router.get("/usage", response_class=HTMLResponse)
+def usage(request: Request) -> Response:
+    """USE-4: session and weekly bars with their reset times, spending per model and
+    conversation, the fallback in force, the user's extension requests."""
+    return _signed_in_page(request, "usage.html")
+
+
+@router.get("/admin", response_class=HTMLResponse)
+def admin(request: Request) -> Response:
+    """USE-5: the admin console (the page says "Administrators only" to anyone else, 403)."""
+    viewer = viewer_of(request)
+    if viewer is None:
+        return _signed_in_page(request, "admin.html")  # the sign-in redirect
+    response = _page(request, "admin.html", viewer)
+    if not viewer.is_admin:
+        response.status_code = 403
+    return response
