@@ -235,3 +235,71 @@ def test_regenerate_while_a_turn_runs_is_refused(chat: Chat) -> None:
         assert response.status_code == 409, response.text
         assert response.json()["error"]["code"] == "turn_running"
     finished_run(chat.client, run_id, chat.headers)
+
+
+def test_versions_survive_export_import_and_the_archive(chat: Chat, tmp_path: Any) -> None:
+    import json
+
+    from chatmem.cli.context import run_plan
+
+    _turn(chat, "Colour?", "Red")
+    _regenerate(chat, _listed(chat)[1]["id"], "Blue")
+    _edit(chat, _listed(chat)[0]["id"], "Favourite colour?", "Green")
+    shown = _shown(chat)
+    assert shown == [("user", "Favourite colour?"), ("assistant", "Green")]
+    exported = chat.client.get(
+        "/api/v1/export", params={"conversation_id": chat.conversation_id}, headers=chat.headers
+    )
+    assert exported.status_code == 200
+    (item,) = exported.json()["conversations"]
+    hidden = [m["content"] for m in item["messages"] if m.get("hidden")]
+    assert sorted(hidden) == ["Blue", "Colour?", "Red"]  # kept, and marked as not shown
+    assert {v["kind"] for v in item["versions"]} == {"answer", "question"}
+    # The offline plan of the file sends only the version shown.
+    path = tmp_path / "export.json"
+    path.write_bytes(exported.content)
+    plan = run_plan(path)
+    assert [m["content"] for m in plan["messages"] if m["role"] != "system"] == [
+        "Favourite colour?",
+        "Green",
+    ]
+    assert sorted(s for s in plan["status"].values() if s == "hidden") == ["hidden"] * 3
+    # Another account imports it: the same shown history, the versions still switchable.
+    other = make_user(chat.client, "bob")
+    response = chat.client.post(
+        "/api/v1/import",
+        content=exported.content,
+        headers={**other.headers, "Content-Type": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+    (new_id,) = response.json()["conversation_ids"]
+    again = chat.client.get(
+        "/api/v1/export", params={"conversation_id": new_id}, headers=other.headers
+    ).json()["conversations"][0]
+    same = ("role", "content", "hidden", "excluded")  # the ids were taken: new ones
+    assert [{k: m.get(k) for k in same} for m in again["messages"]] == [
+        {k: m.get(k) for k in same} for m in item["messages"]
+    ]
+    ids = dict(zip([m["id"] for m in item["messages"]], [m["id"] for m in again["messages"]]))
+    assert again["versions"] == [
+        {**v, "slot": ids[v["slot"]], "message_ids": [ids[m] for m in v["message_ids"]]}
+        for v in item["versions"]
+    ]
+    listed = chat.client.get(f"/api/v1/conversations/{new_id}/messages", headers=other.headers)
+    assert [(m["content"], m["version"], m["versions"]) for m in listed.json()["items"]] == [
+        ("Favourite colour?", 2, 2),
+        ("Green", 1, 1),
+    ]
+    # Archived and restored: the same.
+    archived = chat.client.post(_path(chat, "/archive"), headers=chat.headers)
+    assert archived.status_code == 200, archived.text
+    restored = chat.client.post(
+        f"/api/v1/archive/{chat.conversation_id}/restore", headers=chat.headers
+    )
+    assert restored.status_code == 200, restored.text
+    assert _shown(chat) == shown
+    question = _listed(chat)[0]
+    assert (question["version"], question["versions"]) == (2, 2)
+    assert _switch(chat, question["id"], 1).status_code == 200
+    assert _shown(chat) == [("user", "Colour?"), ("assistant", "Blue")]
+    assert json.dumps(_plan(chat)["messages"]).count("Red") == 0

@@ -88,8 +88,11 @@ def run_plan(
         item.conversation,
         messages=CountedMessages(item.conversation.messages, lambda m: count_message(m, tokenizer)),
     )
+    hidden = dict.fromkeys(item.hidden, "hidden")  # PROJ-3: kept, never sent
     if not compact:
-        return plan(conversation_value, profile, mode=chosen, draft=draft).to_dict()
+        planned = plan(conversation_value, profile, mode=chosen, draft=draft).to_dict()
+        planned["status"].update(hidden)
+        return planned
     rounds: list[dict[str, Any]] = []
 
     def summarise(request: SummaryRound) -> str:
@@ -115,6 +118,7 @@ def run_plan(
         summarise,
     )
     out = result.plan.to_dict()
+    out["status"].update(hidden)
     out["fold"] = {
         "rounds": rounds,
         "folded": result.folded,

@@ -60,6 +60,8 @@ CONVERSATION_KEYS = frozenset(
         "updated_at",
         "archived",
         "archived_at",
+        "versions",
+        "project",
     }
 )
 # ``tokens``, ``seq`` and ``meta``: what an archive keeps of a message (restored as it was).
@@ -75,14 +77,21 @@ MESSAGE_KEYS = frozenset(
         "tokens",
         "seq",
         "meta",
+        "hidden",
     }
 )
+#: PROJ-3: a version of a slot (an answer regenerated, a question edited and sent again).
+VERSION_KEYS = frozenset({"kind", "slot", "number", "shown", "message_ids"})
+VERSION_KINDS = ("answer", "question")
 TOOL_CALL_KEYS = frozenset({"id", "type", "name", "arguments", "function"})
 FUNCTION_KEYS = frozenset({"name", "arguments"})
 SUMMARY_KEYS = frozenset({"text", "through", "version", "focus", "created_at", "model", "cost"})
 FILE_KEYS = frozenset(
     {"id", "name", "content", "message_id", "state", "created_at", "mime", "data_base64"}
 )
+#: PROJ-1: a conversation's project, with its files and this conversation's state of each.
+PROJECT_KEYS = frozenset({"id", "name", "instructions", "files"})
+PROJECT_FILE_KEYS = frozenset({"id", "name", "content", "state", "created_at"})
 PROFILE_KEYS = frozenset(
     {
         "context_window",
@@ -112,6 +121,8 @@ class ExportedConversation:
     conversation: Conversation
     profile: Profile
     mode: Mode
+    #: PROJ-3: the hidden versions' message ids — kept in the file, never planned ("hidden").
+    hidden: tuple[str, ...] = ()
 
 
 def _fail(where: str, problem: str) -> PlanInputError:
@@ -285,21 +296,29 @@ def _exported(value: Any, where: str) -> ExportedConversation:
     mode = obj.get("mode") or DEFAULT_MODE
     if mode not in MODES:
         raise _fail(f"{where}.mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
-    messages = [
-        _message(m, f"{where}.messages[{k}]")
-        for k, m in enumerate(_list(obj.get("messages", []), f"{where}.messages"))
-    ]
+    raw_messages = _list(obj.get("messages", []), f"{where}.messages")
+    messages = [_message(m, f"{where}.messages[{k}]") for k, m in enumerate(raw_messages)]
     ids: set[str] = set()
     for k, message in enumerate(messages):
         if message.id in ids:
             raise _fail(f"{where}.messages[{k}].id", f"duplicate message id {message.id!r}")
         ids.add(message.id)
+    # PROJ-3: hidden versions are in the file but never in the plan.
+    hidden = tuple(
+        m.id
+        for k, (m, raw) in enumerate(zip(messages, raw_messages, strict=True))
+        if _bool(raw, "hidden", f"{where}.messages[{k}]")
+    )
+    if hidden:
+        gone = set(hidden)
+        messages = [m for m in messages if m.id not in gone]
+    _versions(obj.get("versions"), f"{where}.versions", ids)
     summary = None
     if obj.get("summary") is not None:
         s = _mapping(obj["summary"], f"{where}.summary", SUMMARY_KEYS)
         # null: a summary carried into a continued conversation, covering none (CTX-23).
         through = _str(s, "through", f"{where}.summary", required=False)
-        if through is not None and through not in ids:
+        if through is not None and (through not in ids or through in hidden):
             raise _fail(f"{where}.summary.through", f"no message with id {through!r}")
         summary = Summary(
             text=cast(str, _str(s, "text", f"{where}.summary")),
@@ -330,6 +349,10 @@ def _exported(value: Any, where: str) -> ExportedConversation:
             )
         )
     instructions = _str(obj, "instructions", where, required=False) or ""
+    project_instructions, project_files = _project(obj.get("project"), f"{where}.project")
+    files[:0] = project_files
+    if len({f.id for f in files}) != len(files):
+        raise _fail(f"{where}.project.files", "a project file repeats a file id")
     tools = [
         _mapping(t, f"{where}.tools[{k}]")
         for k, t in enumerate(_list(obj.get("tools") or [], f"{where}.tools"))
@@ -340,6 +363,7 @@ def _exported(value: Any, where: str) -> ExportedConversation:
         files=tuple(files),
         instructions=instructions,
         tools=tuple(tools),
+        project_instructions=project_instructions,
     )
     return ExportedConversation(
         id=conv_id,
@@ -347,7 +371,49 @@ def _exported(value: Any, where: str) -> ExportedConversation:
         conversation=conversation,
         profile=_profile(obj.get("profile"), f"{where}.profile"),
         mode=mode,
+        hidden=hidden,
     )
+
+
+def _project(value: Any, where: str) -> tuple[str, list[File]]:
+    """PROJ-1: the project's instructions and files (sent with the conversation's)."""
+    if value is None:
+        return "", []
+    obj = _mapping(value, where, PROJECT_KEYS)
+    _str(obj, "name", where)
+    files = []
+    for k, f in enumerate(_list(obj.get("files") or [], f"{where}.files")):
+        here = f"{where}.files[{k}]"
+        fo = _mapping(f, here, PROJECT_FILE_KEYS)
+        state = fo.get("state") or "auto"
+        if state not in FILE_STATES:
+            raise _fail(f"{here}.state", f"expected one of {', '.join(FILE_STATES)}")
+        files.append(
+            File(
+                id=cast(str, _str(fo, "id", here)),
+                name=cast(str, _str(fo, "name", here)),
+                content=_str(fo, "content", here, required=False) or "",
+                state=cast(FileState, state),
+            )
+        )
+    return _str(obj, "instructions", where, required=False) or "", files
+
+
+def _versions(value: Any, where: str, ids: Collection[str]) -> None:
+    """PROJ-3: checks a conversation's ``versions`` (what the importer restores)."""
+    if value is None:
+        return
+    for k, item in enumerate(_list(value, where)):
+        here = f"{where}[{k}]"
+        version = _mapping(item, here, VERSION_KEYS)
+        if version.get("kind") not in VERSION_KINDS:
+            raise _fail(f"{here}.kind", f"expected one of {', '.join(VERSION_KINDS)}")
+        _str(version, "slot", here)
+        _int(version, "number", here, 1, 1)
+        _bool(version, "shown", here)
+        for j, message_id in enumerate(_list(version.get("message_ids", []), here)):
+            if not isinstance(message_id, str) or message_id not in ids:
+                raise _fail(f"{here}.message_ids[{j}]", f"no message with id {message_id!r}")
 
 
 def load_export(obj: Any) -> list[ExportedConversation]:

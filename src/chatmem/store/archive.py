@@ -62,7 +62,7 @@ from chatmem.errors import (
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_stream
-from chatmem.store.exchange.importer import file_rows, message_rows, summary_rows
+from chatmem.store.exchange.importer import file_rows, message_rows, summary_rows, version_rows
 from chatmem.store.exchange.native import native_conversation
 from chatmem.store.private import make_private_dir, open_private
 from chatmem.store.quotas import UNLIMITED, Limits
@@ -74,6 +74,7 @@ from chatmem.store.tables.conversations import (
     File,
     Folder,
     Message,
+    MessageVersion,
     Summary,
 )
 from chatmem.store.tables.runs import Run
@@ -182,7 +183,10 @@ def _fingerprint(session: Session, conversation_id: str) -> tuple[Any, ...]:
         .select_from(Message)
         .where(Message.conversation_id == conversation_id, Message.excluded.is_(True))
     )
-    return (tuple(messages), summaries, tuple(tuple(f) for f in files), excluded)
+    hidden = session.scalars(  # PROJ-3: which versions are shown
+        select(Message.id).where(Message.conversation_id == conversation_id, Message.hidden)
+    ).all()
+    return (tuple(messages), summaries, tuple(tuple(f) for f in files), excluded, tuple(hidden))
 
 
 class Archiver:
@@ -316,7 +320,7 @@ class Archiver:
                 self._verify(stored_blob, sha)
                 self._step("archive", "verified")
             conversation.archived_at = utcnow()
-            for table in (File, Summary, Message):
+            for table in (File, Summary, MessageVersion, Message):
                 session.execute(delete(table).where(table.conversation_id == conversation_id))
         self._step("archive", "committed")
         with self.db.session() as session:
@@ -487,6 +491,9 @@ class Archiver:
             files = list(file_rows(imported, conversation_id, mids, fids, now))
             if files:
                 session.execute(insert(File), files)
+            kept = list(version_rows(imported, conversation_id, mids, now))  # PROJ-3
+            if kept:
+                session.execute(insert(MessageVersion), kept)
             _check_room(session, user_id, limits)
             conversation.archived_at = None
             session.execute(delete(Archive).where(Archive.conversation_id == conversation_id))

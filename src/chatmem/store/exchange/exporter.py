@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from chatmem.context.values import default_answer_reserve
 from chatmem.errors import NotFound
+from chatmem.store import projects
 from chatmem.store.exchange.native import ExportedConversation, export_chunks
 from chatmem.store.exchange.records import PROFILE_KEYS, format_time
 from chatmem.store.tables.accounts import User
@@ -32,6 +33,7 @@ from chatmem.store.tables.conversations import (
     File,
     Folder,
     Message,
+    MessageVersion,
     Summary,
 )
 from chatmem.store.tables.profiles import ModelProfile
@@ -119,6 +121,13 @@ def exported_conversation(
         head["instructions"] = conversation.instructions
     head["created_at"] = format_time(conversation.created_at)
     head["updated_at"] = format_time(conversation.updated_at)
+    kept = versions_of(session, conversation.id)
+    if kept:
+        head["versions"] = kept
+    if conversation.project_id is not None:  # PROJ-1: the project travels with it
+        project = projects.exported_project(session, conversation.project_id, conversation.id)
+        if project is not None:
+            head["project"] = project
     return ExportedConversation(
         head=head,
         messages=messages_of(session, conversation.id, with_tokens=with_tokens),
@@ -150,6 +159,7 @@ def messages_of(
         Message.created_at,
         Message.tool_calls,
         Message.tool_call_id,
+        Message.hidden,
         *token_columns,
     )
     after = 0
@@ -179,6 +189,8 @@ def messages_of(
                 ]
             if row.tool_call_id:
                 item["tool_call_id"] = row.tool_call_id
+            if row.hidden:  # PROJ-3: a version not shown (never planned)
+                item["hidden"] = True
             if with_tokens:  # archive-only extras, restored as they were
                 item["tokens"] = {c: getattr(row, c) for c in TOKEN_COLUMNS.values()}
                 item["seq"] = row.seq
@@ -188,6 +200,24 @@ def messages_of(
         if len(rows) < PAGE:
             return
         after = rows[-1].seq
+
+
+def versions_of(session: Session, conversation_id: str) -> list[dict[str, Any]]:
+    """PROJ-3: the versions of answers and questions, and which one each slot shows."""
+    return [
+        {
+            "kind": row.kind,
+            "slot": row.slot,
+            "number": row.number,
+            "shown": bool(row.shown),
+            "message_ids": list(row.message_ids),
+        }
+        for row in session.execute(
+            select(MessageVersion)
+            .where(MessageVersion.conversation_id == conversation_id)
+            .order_by(MessageVersion.kind, MessageVersion.slot, MessageVersion.number)
+        ).scalars()
+    ]
 
 
 def summaries_of(session: Session, conversation_id: str) -> list[dict[str, Any]]:

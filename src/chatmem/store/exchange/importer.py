@@ -34,15 +34,22 @@ from sqlalchemy.orm import Session
 
 from chatmem.context.values import Message as EngineMessage
 from chatmem.errors import Conflict
-from chatmem.store import quotas
+from chatmem.store import projects, quotas
 from chatmem.store.conversations import create_folder
 from chatmem.store.exchange.reader import read_conversations, sniff
 from chatmem.store.exchange.records import ImportedConversation
 from chatmem.store.exchange.source import ImportSource, Progress
-from chatmem.store.images import FORMATS, add_image
+from chatmem.store.images import FORMATS, add_image, image_size
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
-from chatmem.store.tables.conversations import Conversation, File, Folder, Message, Summary
+from chatmem.store.tables.conversations import (
+    Conversation,
+    File,
+    Folder,
+    Message,
+    MessageVersion,
+    Summary,
+)
 from chatmem.store.tokens import counts_for_message, counts_for_text, with_fresh_estimate
 from chatmem.store.types import new_id, utcnow
 
@@ -96,6 +103,7 @@ class _Batch:
             Message: [],
             Summary: [],
             File: [],
+            MessageVersion: [],
         }
         self.size = 0
         # Ids written by this import that may still sit in the batch (not yet in the table).
@@ -103,14 +111,14 @@ class _Batch:
 
     def add(self, table: Any, row: dict[str, Any]) -> None:
         self.rows[table].append(row)
-        if table is not Summary:
+        if table is not Summary and table is not MessageVersion:
             self.ids.add(row["id"])
         self.size += 1
         if self.size >= BATCH:
             self.flush()
 
     def flush(self) -> None:
-        for table in (Conversation, Message, Summary, File):  # foreign keys first
+        for table in (Conversation, Message, Summary, File, MessageVersion):  # keys first
             rows = self.rows[table]
             if rows:
                 self.session.execute(insert(table), rows)
@@ -131,6 +139,7 @@ def import_conversations(
     result = ImportResult(format=fmt)
     batch = _Batch(session)
     folders: dict[str, str] = {}
+    project_ids: dict[str, str] = {}
     seen: set[str] = set()
     for item in conversations:
         conversation, counted = item if isinstance(item, tuple) else (item, None)
@@ -151,6 +160,16 @@ def import_conversations(
             fresh_ids=fmt != "chatmem",
             counted=counted,
         )
+        if conversation.extra.get("project"):  # PROJ-1: into its project (found or made)
+            batch.flush()
+            projects.imported_project(
+                session,
+                user,
+                conversation.extra["project"],
+                cid,
+                limit=limits.projects,
+                cache=project_ids,
+            )
         result.imported += 1
         result.messages += len(conversation.messages)
         result.conversation_ids.append(cid)
@@ -272,6 +291,8 @@ def _write(
         batch.add(Message, row)
     for row in summary_rows(conversation, cid, mids, now):
         batch.add(Summary, row)
+    for row in version_rows(conversation, cid, mids, now):
+        batch.add(MessageVersion, row)
     images = []
     for row in file_rows(conversation, cid, mids, fids, now):
         if fresh_ids and row["data"] is not None and row["mime"] in IMAGE_TYPES:
@@ -345,12 +366,32 @@ def message_rows(
             or None,
             "tool_call_id": message.tool_call_id,
             "excluded": message.excluded,
+            "hidden": message.hidden,
             "meta": kept.get("meta"),
             **(
                 with_fresh_estimate(kept["tokens"], value)
                 if kept.get("tokens")
                 else counts_for_message(value)
             ),
+        }
+
+
+def version_rows(
+    conversation: ImportedConversation, cid: str, mids: dict[str, str], now: Any
+) -> Iterator[dict[str, Any]]:
+    """PROJ-3: insert rows for the versions of answers and questions (ids mapped as the
+    messages' are)."""
+    for version in conversation.versions:
+        slot = str(version["slot"])
+        yield {
+            "id": new_id(),
+            "conversation_id": cid,
+            "kind": version["kind"],
+            "slot": mids.get(slot, slot),
+            "number": int(version["number"]),
+            "shown": bool(version.get("shown", False)),
+            "message_ids": [mids[m] for m in version.get("message_ids", []) if m in mids],
+            "created_at": now,
         }
 
 
@@ -390,6 +431,7 @@ def file_rows(
     now: Any,
 ) -> Iterator[dict[str, Any]]:
     for item in conversation.files:
+        width, height = image_size(item.data, item.mime)  # PROJ-2: read from the bytes again
         yield {
             "id": fids[item.id],
             "conversation_id": cid,
@@ -401,6 +443,8 @@ def file_rows(
             "created_at": item.created_at or now,
             "mime": item.mime,
             "data": item.data,
+            "width": width,
+            "height": height,
             **counts_for_text(item.content),
         }
 

@@ -166,7 +166,13 @@ def native_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         created_at=check.time(item, "created_at"),
         updated_at=check.time(item, "updated_at"),
         archived=check.boolean(item, "archived"),
-        extra={"instructions": check.string(item, "instructions") or ""},
+        # PROJ-3: checked with the format above (the engine's reading of it)
+        versions=tuple(check.objects(item, "versions")),
+        extra={
+            "instructions": check.string(item, "instructions") or "",
+            # PROJ-1: checked with the format above (the engine's reading of it)
+            "project": item.get("project"),
+        },
     )
 
 
@@ -203,6 +209,7 @@ def _message(data: Mapping[str, Any], parent: _Check) -> ImportedMessage:
         excluded=check.boolean(data, "excluded"),
         tool_calls=tuple(calls),
         tool_call_id=tool_call_id,
+        hidden=check.boolean(data, "hidden"),
     )
 
 

@@ -34,6 +34,8 @@ class ImportedMessage:
     excluded: bool = False
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    #: PROJ-3: a version not shown (chatmem exports only).
+    hidden: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class ImportedConversation:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     archived: bool = False  # chatmem exports only: archive it again once the import commits
+    #: PROJ-3 (chatmem exports only): the versions of answers and questions, as exported.
+    versions: tuple[Mapping[str, Any], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
