@@ -75,6 +75,9 @@
 
   function fmtInt(n) { return numberFormat({}).format(Math.round(Number(n) || 0)); }
 
+  /* 45 → "45%" / "45 %" (Russian puts a space before the sign). */
+  function fmtPercent(n) { return numberFormat({ style: "percent" }).format((Number(n) || 0) / 100); }
+
   function fmtPrice(amount, currency) {
     const x = Number(amount) || 0;
     const options = { style: "currency", currency: currency || "USD", currencyDisplay: "narrowSymbol" };
@@ -129,5 +132,5 @@
     if (event.target instanceof HTMLFormElement && event.target.hasAttribute("data-no-submit")) event.preventDefault();
   });
 
-  window.chatmem = { ApiError, api, items, cookie, fmtTokens, fmtInt, fmtPrice, el, toast, debounce };
+  window.chatmem = { ApiError, api, items, cookie, fmtTokens, fmtInt, fmtPercent, fmtPrice, el, toast, debounce };
 })();

@@ -6,7 +6,7 @@
    (debounced) while the user types so the counter is live with the draft. */
 (function () {
   "use strict";
-  const { api, items, el, fmtTokens, fmtInt, fmtPrice, toast, debounce, t, tn } = window.chatmem;
+  const { api, items, el, fmtTokens, fmtInt, fmtPercent, fmtPrice, toast, debounce, t, tn } = window.chatmem;
   const MODE_NAMES = { off: t("No memory"), economy: t("Economy"), full: t("Everything"), window: t("Recent messages") };
   const FILE_STATES = { in_memory: t("In memory"), out_of_memory: t("Out of memory"), pinned: t("Pinned"), excluded: t("Excluded"), auto: t("In memory") };
   const REFUSALS = {
@@ -97,7 +97,7 @@
   function renderWindow(plan) {
     const tokens = plan.tokens;
     document.getElementById("mw-used").textContent = tn("Used ≈ {used} of {n} token", "Used ≈ {used} of {n} tokens", tokens.window, { used: tokens.used });
-    document.getElementById("mw-percent").textContent = percent(plan) + "%";
+    document.getElementById("mw-percent").textContent = fmtPercent(percent(plan));
     document.getElementById("mw-meter").style.width = percent(plan) + "%";
     for (const row of dialog.querySelectorAll("#mw-breakdown tr[data-key]")) {
       row.querySelector("td").textContent = fmtInt(tokens[row.dataset.key] || 0);
