@@ -144,7 +144,10 @@ def test_use5_an_admin_grants_an_extension_on_the_admin_page_and_the_ring_drops(
     expect(alice.locator("#model-note")).to_be_hidden()
 
 
-def test_use5_the_admin_page_is_for_administrators_only(alice: Any, server: Server) -> None:
+def test_use5_the_admin_page_is_for_administrators_only(
+    alice: Any, server: Server, console: ConsoleErrors
+) -> None:
+    console.allow(r"HTTP 403 GET .*/admin$")
     expect(alice.get_by_role("link", name="Admin")).to_have_count(0)
     response = alice.goto(server.url + "/admin")
     assert response is not None and response.status == 403
