@@ -90,4 +90,5 @@ def test_pages_speak_the_browser_language_until_the_user_chooses(client: TestCli
     page = client.get("/profiles", headers=italian)
     assert '<html lang="id">' in page.text
     assert ">Keluar<" in page.text  # "Sign out", rendered on the server
+    assert "(1.024 hingga 4.096 token)" in page.text  # numbers by Babel, in the language
     assert 'id="i18n-catalog"' in page.text
