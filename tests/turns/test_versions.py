@@ -280,7 +280,7 @@ def test_versions_survive_export_import_and_the_archive(chat: Chat, tmp_path: An
     assert [{k: m.get(k) for k in same} for m in again["messages"]] == [
         {k: m.get(k) for k in same} for m in item["messages"]
     ]
-    ids = dict(zip([m["id"] for m in item["messages"]], [m["id"] for m in again["messages"]]))
+    ids = {m["id"]: n["id"] for m, n in zip(item["messages"], again["messages"], strict=True)}
     assert again["versions"] == [
         {**v, "slot": ids[v["slot"]], "message_ids": [ids[m] for m in v["message_ids"]]}
         for v in item["versions"]
@@ -303,3 +303,32 @@ def test_versions_survive_export_import_and_the_archive(chat: Chat, tmp_path: An
     assert _switch(chat, question["id"], 1).status_code == 200
     assert _shown(chat) == [("user", "Colour?"), ("assistant", "Blue")]
     assert json.dumps(_plan(chat)["messages"]).count("Red") == 0
+
+
+def test_an_answer_the_summary_ends_at_keeps_its_version(chat: Chat) -> None:
+    """CTX-9: the memory's summary ends at a message; hiding it would leave the summary
+    covering nothing, so that version cannot change (the plan stays as it was)."""
+    from chatmem.store.summaries import add_summary
+
+    _turn(chat, "Remember 42", "Noted: 42")
+    question, answer = _listed(chat)
+    with chat.client.app.state.db.session() as session:  # type: ignore[attr-defined]
+        add_summary(
+            session,
+            chat.conversation_id,
+            first_message_id=question["id"],
+            through_message_id=answer["id"],
+            message_count=2,
+            text="The number is 42.",
+            focus=None,
+            cost=0.0,
+            model=None,
+        )
+    before = _plan(chat)
+    response = chat.client.post(
+        _path(chat, f"/messages/{answer['id']}/regenerate"), headers=chat.headers
+    )
+    assert response.status_code in (400, 422), response.text
+    assert response.json()["error"]["code"] == "invalid_input"
+    assert _shown(chat) == [("user", "Remember 42"), ("assistant", "Noted: 42")]
+    assert _plan(chat) == before

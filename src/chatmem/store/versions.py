@@ -36,7 +36,13 @@ from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store.engine import SHOWN
-from chatmem.store.tables.conversations import Conversation, File, Message, MessageVersion
+from chatmem.store.tables.conversations import (
+    Conversation,
+    File,
+    Message,
+    MessageVersion,
+    Summary,
+)
 from chatmem.store.tables.runs import Run
 from chatmem.store.types import utcnow
 
@@ -226,12 +232,31 @@ def hidden_ids(session: Session, conversation_id: str) -> list[str]:
 
 
 def _set_hidden(session: Session, ids: Sequence[str], hidden: bool) -> None:
+    if ids and hidden:
+        _refuse_summarized(session, ids)
     if ids:
         session.execute(
             update(Message)
             .where(Message.id.in_(list(ids)))
             .values(hidden=hidden)
             .execution_options(synchronize_session="fetch")
+        )
+
+
+def _refuse_summarized(session: Session, ids: Sequence[str]) -> None:
+    """The memory's summary ends at a message (CTX-9): that message cannot be hidden, or
+    the summary would cover nothing left."""
+    through = session.scalar(
+        select(Summary.through_message_id)
+        .join(Message, Message.conversation_id == Summary.conversation_id)
+        .where(Message.id == ids[0])
+        .order_by(Summary.version.desc())
+        .limit(1)
+    )
+    if through is not None and through in ids:
+        raise InvalidInput(
+            "This part of the conversation is already summarised in the memory: its version "
+            "cannot change."
         )
 
 
