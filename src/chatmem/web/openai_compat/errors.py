@@ -20,7 +20,6 @@ from fastapi.responses import JSONResponse
 OPENAI_ERRORS: dict[str, tuple[int, str, str]] = {
     "does_not_fit": (400, "invalid_request_error", "context_length_exceeded"),
     "context_length_exceeded": (400, "invalid_request_error", "context_length_exceeded"),
-    "tool_result_too_large": (400, "invalid_request_error", "context_length_exceeded"),
     "invalid_input": (400, "invalid_request_error", "invalid_request"),
     "unauthorized": (401, "invalid_request_error", "invalid_api_key"),
     "forbidden": (403, "permission_error", "forbidden"),
