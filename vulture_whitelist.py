@@ -63,3 +63,6 @@ _.DELETE_STEPS
 # turns/service: the MCP sync task is kept referenced so it is not collected mid-run.
 _._mcp_sync
 
+
+# i18n (PROJ-4): read by templates/base.html (the page's catalog for static/i18n.js).
+_.js_catalog

@@ -44,6 +44,10 @@ def test_plurals_and_numbers_follow_the_language() -> None:
     assert ru.compact(45000) == "45\xa0тыс."
     assert i18n.languages()["en"].number(1234) == "1,234"
     assert i18n.languages()["en"].compact(45000) == "45K"
+    # Rounded as the browser's Intl compact format rounds the counter.
+    assert i18n.languages()["en"].compact(32768) == "33K"
+    assert ru.compact(1500) == "1,5\xa0тыс."
+    assert ru.compact(1_000_000) == "1\xa0млн"
     assert i18n.languages()["it"].number(1234) == "1.234"
     assert i18n.languages()["id"].compact(45000) == "45\xa0rb"
 

@@ -130,7 +130,12 @@ class Language:
         return format_decimal(value, locale=self.code)
 
     def compact(self, value: float) -> str:
-        """45000 → "45K" / "45 тыс." / "45 rb" (token counts, as the counter shows them)."""
+        """45000 → "45K" / "45 тыс." / "45 rb" (token counts, as the counter shows them),
+        rounded as the browser's ``Intl`` compact format: two significant digits below ten
+        of a unit ("1.5K"), whole units above ("33K")."""
+        whole = format_compact_decimal(value, locale=self.code, fraction_digits=0)
+        if sum(ch.isdigit() for ch in whole) > 1:
+            return whole
         return format_compact_decimal(value, locale=self.code, fraction_digits=1)
 
     @functools.cached_property
