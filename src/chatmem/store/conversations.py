@@ -19,9 +19,9 @@ from sqlalchemy.orm import Session
 
 from chatmem.context.values import MODES
 from chatmem.errors import InvalidInput, NotFound
-from chatmem.store import quotas
+from chatmem.store import projects, quotas
 from chatmem.store.quotas import Limits
-from chatmem.store.search import matching_conversation_ids
+from chatmem.store.search import search_condition
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Folder, Message
 from chatmem.store.types import UTCDateTime, utcnow
@@ -128,11 +128,14 @@ def create_conversation(
     instructions: str = "",
     conversation_id: str | None = None,
     recall: bool | None = None,
+    project_id: str | None = None,
 ) -> Conversation:
     """``conversation_id``: the new conversation's id when the caller needs it first (to
-    take its lock before it exists); a fresh one otherwise."""
+    take its lock before it exists); a fresh one otherwise.  ``project_id``: one of the
+    user's projects (PROJ-1)."""
     if folder_id is not None:
         owned_folder(session, user, folder_id)
+    projects.check_project(session, user.id, project_id)
     now = utcnow()
     conversation = Conversation(
         **({"id": conversation_id} if conversation_id else {}),
@@ -144,6 +147,7 @@ def create_conversation(
         profile_id=profile_id,
         instructions=instructions,
         recall=recall,
+        project_id=project_id,
         created_at=now,
         updated_at=now,
         last_active_at=now,
@@ -180,6 +184,9 @@ def update_conversation(
         conversation.instructions = changes["instructions"] or ""
     if "recall" in changes:  # issue 17: None follows the profile and the mode again
         conversation.recall = changes["recall"]
+    if "project_id" in changes:  # PROJ-1: moved into one of the user's projects, or out
+        projects.check_project(session, user.id, changes["project_id"])
+        conversation.project_id = changes["project_id"]
     conversation.updated_at = utcnow()
     session.flush()
 
@@ -246,7 +253,7 @@ def list_conversations(
         owned_folder(session, user, folder_id)
         stmt = stmt.where(Conversation.folder_id == folder_id)
     if q is not None and q.strip():
-        stmt = stmt.where(matching_conversation_ids(session, user.id, q))
+        stmt = stmt.where(search_condition(session, user.id, q))
     if cursor:
         pinned, when, cid = decode_cursor(cursor)
         stmt = stmt.where(

@@ -63,8 +63,7 @@ class Conversation(Base):
         # ``archived_at IS NULL`` is an equality for the planner, so the list is an index walk
         # and search can test ids against its candidate set without touching rows.
         Index("ix_conversations_list", "user_id", "archived_at", "pinned", "last_active_at", "id"),
-        # Title search scans this (short, sequential) instead of the table.
-        Index("ix_conversations_title", "user_id", "title", "id"),
+        # Titles are searched through their full-text index (migration 0011_search_index).
         UniqueConstraint("user_id", "source", name="uq_conversations_user_id_source"),
     )
 
