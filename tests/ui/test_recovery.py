@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import Server, make_conversation, open_chat
@@ -19,6 +20,16 @@ def _sent_texts(model: FakeModelServer) -> list[str]:
         str(m.get("content"))
         for m in model.chat_requests[-1].messages
         if m["role"] in ("user", "assistant")
+    ]
+
+
+def _severe_violations(page: Any) -> list[str]:
+    """axe-core's serious and critical findings on the page as it is."""
+    result = Axe().run(page, options={"resultTypes": ["violations"]})
+    return [
+        f"{v['impact']} {v['id']}: {[n['target'] for n in v['nodes']][:5]}"
+        for v in result.response["violations"]
+        if v["impact"] in ("serious", "critical")
     ]
 
 
@@ -42,6 +53,7 @@ def test_a_failed_turn_shows_its_error_in_place_and_retry_answers(
     alice.reload()
     error = alice.locator("#messages > .turn-error")
     expect(error).to_contain_text("The provider refused the key")
+    assert _severe_violations(alice) == []
     model.reply("Lima.")
     error.get_by_role("button", name="Retry").click()
     answer = alice.locator("#messages > .message.role-assistant").last
@@ -102,6 +114,7 @@ def test_regenerate_keeps_the_old_answer_and_the_arrows_switch_versions(
     last = alice.locator("#messages > .message.role-assistant").last
     expect(last.locator(".version-count")).to_have_text("1/2")
     expect(last).to_contain_text("Answer 1: topic 1 is interesting.")
+    assert _severe_violations(alice) == []
     # Only the version shown is in memory: the next request carries it, not the other.
     model.reply("Noted.")
     draft = alice.get_by_role("textbox", name="Message")

@@ -82,7 +82,8 @@
      answer), with Retry for the last question. */
   function errorBox(m, last) {
     const error = m.error || {};
-    const box = el("li", { class: "turn-error error-box", role: "alert", "data-question": m.id }, [
+    // The alert is inside the item: a list holds list items only (a11y).
+    const alert = el("div", { role: "alert" }, [
       el("p", { class: "turn-error-text", text: error.message || t("The model answered with an error.") }),
     ]);
     if (last) {
@@ -91,9 +92,9 @@
         retry.disabled = true;
         if (!(await regenerate(m))) retry.disabled = false;
       });
-      box.append(el("div", { class: "row" }, [retry]));
+      alert.append(el("div", { class: "row" }, [retry]));
     }
-    return box;
+    return el("li", { class: "turn-error error-box", "data-question": m.id }, [alert]);
   }
 
   /* The inline editor of the last question: Save and send makes it a new version. */
