@@ -10,6 +10,9 @@ Design notes:
 - Summaries are never overwritten: every version is a row (STORE-2: history stays whole).
 - Files are text (``content``, counted) or binary attachments (``data`` with its ``mime``,
   PROV-4): a tool's image is stored as a file of its tool message, never as base64 text.
+- ``hidden`` marks a version not shown (PROJ-3: a regenerated answer, an edited question);
+  ``message_versions`` says which versions each slot has and which one it shows
+  (:mod:`chatmem.store.versions`).
 - ``archived_at`` marks a conversation moved to an archive file (ARCH-1); archived
   conversations leave lists and search.  ``source`` is the import key (``chatgpt:<id>``, …) so
   re-importing a file does not duplicate conversations.
