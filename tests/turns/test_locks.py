@@ -130,6 +130,12 @@ def test_auto_picks_the_best_ranked_model_the_user_may_use_now_USE_4(
     run = chat.turn("Again")
     assert model_server.chat_requests[-1].body["model"] == "basic-model"
     assert run["answered_by"] == basic and run["answered_reason"] == "credits_exhausted"
+    actions = turn_client.get("/api/v1/admin/actions", headers=admin.headers).json()["items"]
+    assert [a["action"] for a in reversed(actions)] == [
+        *["add_shared_profile"] * 3,
+        *["rank_profile"] * 2,
+    ]
+    assert actions[-1]["details"]["name"] == "premium" and actions[-1]["admin_name"] == "root"
     other = make_user(turn_client, "bob")
     settings = turn_client.app.state.settings  # type: ignore[attr-defined]
     with turn_client.app.state.db.session() as session:  # type: ignore[attr-defined]

@@ -284,16 +284,6 @@ def request_extension(session: Session, user_id: str, settings: Settings) -> dic
     }
 
 
-def fallback_profile(
-    session: Session | Connection, user_id: str, settings: Settings, now: datetime | None = None
-) -> str | None:
-    """USE-3: when the included usage is used up, turns answer with the fallback profile."""
-    fallback = settings.usage_fallback_profile_id
-    if not fallback:
-        return None
-    return fallback if exhausted_by(session, user_id, settings, now) is not None else None
-
-
 # --- who answers (USE-3, USE-4) -------------------------------------------------------------
 
 

@@ -170,6 +170,12 @@
     add_user: t("added a user"),
     update_user: t("changed a user"),
     rank_profile: t("set Auto's order"),
+    add_shared_profile: t("added a shared model"),
+    update_shared_profile: t("changed a shared model"),
+    delete_shared_profile: t("deleted a shared model"),
+    add_mcp_server: t("added a tool server"),
+    update_mcp_server: t("changed a tool server"),
+    delete_mcp_server: t("deleted a tool server"),
   });
 
   function detailText(a) {

@@ -17,6 +17,7 @@ from pydantic import Field
 from sqlalchemy.orm import Session
 
 from chatmem.models import mcp_servers as repo
+from chatmem.store import admin as audit
 from chatmem.store.tables.profiles import McpServer
 from chatmem.web.api.schemas import Body
 from chatmem.web.deps import AdminUser, DbSession
@@ -62,6 +63,15 @@ def _view(request: Request, row: McpServer) -> dict[str, Any]:
     return repo.public_view(row, health)
 
 
+def _audited(row: McpServer, fields: dict[str, Any]) -> dict[str, Any]:
+    """What the audit trail keeps of a change (USE-5): the fields set, secrets only named."""
+    secret = {"headers", "bearer_token"}
+    return {
+        "name": row.name,
+        **{k: ("changed" if k in secret else v) for k, v in fields.items() if k != "name"},
+    }
+
+
 def _changed(request: Request, session: Session) -> None:
     """Commits, then lets the turn service bring its sessions in line (in the background)."""
     session.commit()
@@ -86,13 +96,14 @@ def get_server(
 def create_server(
     body: McpServerCreate,
     request: Request,
-    _: AdminUser,
+    user: AdminUser,
     session: DbSession,
     secrets: SecretsDep,
     policy: EndpointPolicyDep,
 ) -> dict[str, Any]:
     fields = body.model_dump(exclude_unset=True)
     row = repo.save_server(session, secrets, policy, fields)
+    audit.record(session, user, "add_mcp_server", "mcp_server", row.id, _audited(row, fields))
     _changed(request, session)
     return _view(request, row)
 
@@ -102,7 +113,7 @@ def change_server(
     server_id: str,
     body: McpServerUpdate,
     request: Request,
-    _: AdminUser,
+    user: AdminUser,
     session: DbSession,
     secrets: SecretsDep,
     policy: EndpointPolicyDep,
@@ -110,12 +121,17 @@ def change_server(
     row = repo.get_server(session, server_id)
     fields = body.model_dump(exclude_unset=True)
     row = repo.save_server(session, secrets, policy, fields, row)
+    audit.record(session, user, "update_mcp_server", "mcp_server", row.id, _audited(row, fields))
     _changed(request, session)
     return _view(request, row)
 
 
 @router.delete("/{server_id}", status_code=204)
-def delete_server(server_id: str, request: Request, _: AdminUser, session: DbSession) -> Response:
-    repo.delete_server(session, repo.get_server(session, server_id))
+def delete_server(
+    server_id: str, request: Request, user: AdminUser, session: DbSession
+) -> Response:
+    row = repo.get_server(session, server_id)
+    audit.record(session, user, "delete_mcp_server", "mcp_server", row.id, {"name": row.name})
+    repo.delete_server(session, row)
     _changed(request, session)
     return Response(status_code=204)

@@ -26,6 +26,7 @@ from chatmem.errors import EndpointNotAllowed, ProviderError
 from chatmem.models import profiles as repo
 from chatmem.models.client import ModelClient, RetryPolicy
 from chatmem.models.prices import MAX_PRICE_PER_MTOK
+from chatmem.store import admin as audit
 from chatmem.store.profiles import visible_profiles
 from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_DEFAULT,
@@ -146,6 +147,8 @@ def create_profile(
     policy: EndpointPolicyDep,
 ) -> dict[str, Any]:
     row = repo.create_profile(session, user, secrets, policy, body.model_dump())
+    if row.shared:
+        _audit(session, user, "add_shared_profile", row, body.model_fields_set)
     return repo.public_view(row, user)
 
 
@@ -169,13 +172,27 @@ def change_profile(
         for name in body.model_fields_set
         if getattr(body, name) is not None or name in _NULLABLE
     }
-    return repo.public_view(repo.update_profile(session, user, row, secrets, policy, changes), user)
+    changed = repo.update_profile(session, user, row, secrets, policy, changes)
+    if row.shared or changed.shared:
+        _audit(session, user, "update_shared_profile", changed, set(changes))
+    return repo.public_view(changed, user)
 
 
 @router.delete("/{profile_id}", status_code=204)
 def delete_profile(profile_id: str, user: CurrentUser, session: DbSession) -> Response:
-    repo.delete_profile(session, repo.editable_profile(session, user, profile_id))
+    row = repo.editable_profile(session, user, profile_id)
+    if row.shared:
+        _audit(session, user, "delete_shared_profile", row, set())
+    repo.delete_profile(session, row)
     return Response(status_code=204)
+
+
+def _audit(session: DbSession, user: CurrentUser, action: str, row: Any, fields: set[str]) -> None:
+    """USE-5: an administrator's change to a shared profile, in the audit trail (the names
+    of the fields set, never the key)."""
+    audit.record(
+        session, user, action, "profile", row.id, {"name": row.name, "fields": sorted(fields)}
+    )
 
 
 @router.post("/{profile_id}/test")
