@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
-from tests.ui.harness import Server, make_profile
+from tests.ui.harness import Server, make_conversation, make_profile
 
 pytestmark = pytest.mark.browser
 
@@ -180,3 +180,25 @@ def test_proj3_known_xss_payloads_neither_run_nor_escape_the_message(
         failures.append(f"after reload: {seen}")
     assert failures == []
     assert dialogs == []
+
+
+def test_proj3_the_archive_shows_answers_in_markdown_too(
+    alice: Any, server: Server, profile: Any
+) -> None:
+    with server.api("alice") as api:
+        c = make_conversation(api, profile["id"], title="Archived markdown")
+        for role, text in (
+            ("user", "**not bold** in a question"),
+            ("assistant", "## Done\n\n```sql\nselect 1;\n```\n\n<img src=x onerror=alert(1)>"),
+        ):
+            r = api.post(
+                f"/api/v1/conversations/{c['id']}/messages", json={"role": role, "content": text}
+            )
+            assert r.status_code == 201, r.text
+        assert api.post(f"/api/v1/conversations/{c['id']}/archive").status_code in (200, 204)
+    alice.goto(server.url + "/archive/" + c["id"])
+    view = alice.locator("#archive-view")
+    expect(view.get_by_role("heading", name="Done", level=2)).to_be_visible()
+    expect(view.locator(".code-lang")).to_have_text("sql")
+    expect(view.locator(".md")).to_contain_text("<img src=x onerror=alert(1)>")
+    expect(view.locator(".message.role-user")).to_contain_text("**not bold** in a question")

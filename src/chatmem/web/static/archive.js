@@ -38,7 +38,9 @@
         const who = { user: t("You"), assistant: t("Assistant"), tool: t("Tool result"), system: t("Instructions") }[m.role] || m.role;
         messages.append(el("li", { class: "message role-" + m.role }, [
           el("div", { class: "message-meta" }, [el("span", { class: "role", text: who })]),
-          el("div", { class: "content", text: m.content || "" }),
+          m.role === "assistant" // answers in Markdown, as in the chat (PROJ-3)
+            ? el("div", { class: "content" }, [el("div", { class: "md" }, [window.chatmem.markdown.render(m.content || "")])])
+            : el("div", { class: "content", text: m.content || "" }),
         ]));
       }
       view.hidden = false;
