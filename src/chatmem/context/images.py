@@ -43,7 +43,7 @@ NOT_ACCEPTED = "this model does not accept images"
 NOT_ATTACHED = "not attached to a message yet"
 WINDOW_MODE = "the window mode sends text only"
 MESSAGE_NOT_SENT = "its message is not in memory"
-EXCLUDED = "excluded"
+EXCLUDED = "excluded"  # by the user (the file's state)
 
 # OpenAI's published formula for high detail: fit within 2048 x 2048, scale the shortest
 # side down to 768, then 85 tokens plus 170 per 512-pixel tile; "low" detail is 85 flat.

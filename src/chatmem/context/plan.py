@@ -60,6 +60,7 @@ from chatmem.context.errors import DoesNotFit, ToolResultTooLarge
 from chatmem.context.history import PairWalker, TokensOf, find_backward, tokens_between
 from chatmem.context.images import (
     DRAFT,
+    EXCLUDED,
     MESSAGE_NOT_SENT,
     NOT_ACCEPTED,
     NOT_ATTACHED,
@@ -580,7 +581,7 @@ def _image_report(
     for f in files:
         if f.image and f.id not in report:
             reason = (
-                "excluded"
+                EXCLUDED
                 if f.state == "excluded"
                 else NOT_ATTACHED
                 if f.message_id is None

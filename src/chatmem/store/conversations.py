@@ -21,7 +21,7 @@ from chatmem.context.values import MODES
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store import projects, quotas
 from chatmem.store.quotas import Limits
-from chatmem.store.search import search_condition
+from chatmem.store.search import among, matching_ids
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Folder, Message
 from chatmem.store.types import UTCDateTime, utcnow
@@ -252,8 +252,11 @@ def list_conversations(
     if folder_id is not None:
         owned_folder(session, user, folder_id)
         stmt = stmt.where(Conversation.folder_id == folder_id)
-    if q is not None and q.strip():
-        stmt = stmt.where(search_condition(session, user.id, q))
+    found = True
+    if q is not None and q.strip():  # STORE-7: from the full-text indexes
+        ids = matching_ids(session, q)
+        found = bool(ids)
+        stmt = stmt.where(among(session, ids))
     if cursor:
         pinned, when, cid = decode_cursor(cursor)
         stmt = stmt.where(
@@ -269,6 +272,8 @@ def list_conversations(
         if offset < 0:
             raise InvalidInput("offset: must not be negative")
         stmt = stmt.offset(offset)
+    if not found:
+        return Page([], None)
     rows = list(session.scalars(stmt))
     more = len(rows) > limit
     rows = rows[:limit]

@@ -106,6 +106,16 @@ def check_project(session: Session, user_id: str, project_id: str | None) -> Non
         owned_project(session, user_id, project_id)
 
 
+def project_conversations(session: Session, project_id: str) -> list[Conversation]:
+    return list(
+        session.scalars(
+            select(Conversation)
+            .where(Conversation.project_id == project_id, Conversation.archived_at.is_(None))
+            .order_by(Conversation.last_active_at.desc(), Conversation.id)
+        )
+    )
+
+
 def conversation_count(session: Session, project_id: str) -> int:
     return int(
         session.scalar(
@@ -265,3 +275,104 @@ def project_public(session: Session, project: Project, *, files: bool = False) -
     if files:
         body["files"] = [file_public(f) for f in project_files(session, project.id)]
     return body
+
+
+# --- export and import (STORE-5) ------------------------------------------------------------
+
+
+def exported_project(
+    session: Session, project_id: str, conversation_id: str
+) -> dict[str, Any] | None:
+    """A conversation's project as its export carries it: name, instructions, and the files
+    with this conversation's state of each (``chatmem.export/1``'s ``project``)."""
+    project = session.get(Project, project_id)
+    if project is None:
+        return None
+    states = file_states(session, conversation_id)
+    return {
+        "id": project.id,
+        "name": project.name,
+        "instructions": project.instructions,
+        "files": [
+            {
+                "id": f.id,
+                "name": f.name,
+                "content": f.content,
+                "state": states.get(f.id, "auto"),
+                "created_at": iso(f.created_at),
+            }
+            for f in project_files(session, project.id)
+        ],
+    }
+
+
+def imported_project(
+    session: Session,
+    user: User,
+    item: Any,
+    conversation_id: str,
+    *,
+    limit: int | None = None,
+    cache: dict[str, str] | None = None,
+) -> str | None:
+    """The project an imported conversation belongs in (PROJ-1): the user's project of that
+    name, else a new one with the exported instructions; files it lacks (by name) are added,
+    and the conversation's own file states are set.  Returns the project id (None: no
+    project).  The conversation row must be written first."""
+    if not isinstance(item, dict) or not str(item.get("name") or "").strip():
+        return None
+    name = _name(str(item["name"]))
+    cache = cache if cache is not None else {}
+    project_id = cache.get(name) or session.scalar(
+        select(Project.id).where(Project.user_id == user.id, Project.name == name).limit(1)
+    )
+    found = session.get(Project, project_id) if project_id is not None else None
+    project = found or create_project(
+        session, user, name=name, instructions=str(item.get("instructions") or ""), limit=limit
+    )
+    cache[name] = project.id
+    by_name = {f.name: f for f in project_files(session, project.id)}
+    for raw in item.get("files") or []:
+        row = by_name.get(str(raw.get("name") or "").strip())
+        if row is None:
+            row = add_project_file(
+                session, project, str(raw["name"]), str(raw.get("content") or "")
+            )
+            by_name[row.name] = row
+        state = raw.get("state") or "auto"
+        if state != "auto":
+            session.add(
+                ProjectFileState(conversation_id=conversation_id, file_id=row.id, state=state)
+            )
+    session.execute(
+        update(Conversation).where(Conversation.id == conversation_id).values(project_id=project.id)
+    )
+    session.flush()
+    return project.id
+
+
+def conversation_files_public(
+    session: Session,
+    conversation: Conversation,
+    tokens_column: str = "tokens_estimate",
+    statuses: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The conversation's project files as its file list shows them: with this
+    conversation's ``state`` and (given the plan's) ``status`` of each."""
+    if conversation.project_id is None:
+        return []
+    states = file_states(session, conversation.id)
+    out = []
+    for row in project_files(session, conversation.project_id):
+        body = {
+            **file_public(row),
+            "conversation_id": conversation.id,
+            "message_id": None,
+            "state": states.get(row.id, "auto"),
+            "tokens": getattr(row, tokens_column),
+            "mime": None,
+        }
+        if statuses is not None and row.id in statuses:
+            body["status"] = statuses[row.id]
+        out.append(body)
+    return out

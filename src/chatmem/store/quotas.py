@@ -27,6 +27,8 @@ PRESETS: dict[str, tuple[int | None, int | None, int | None]] = {
     "off": (None, None, None),
     "extension": (50, 200, 300),
 }
+#: PROJ-1: projects per user in each preset (the extension's folder limit).
+PROJECT_PRESETS: dict[str, int | None] = {"off": None, "extension": 50}
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Limits:
     folders: int | None = None
     conversations: int | None = None
     messages: int | None = None
+    projects: int | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
@@ -48,6 +51,11 @@ class Limits:
                 else conversations
             ),
             messages=settings.max_messages if settings.max_messages is not None else messages,
+            projects=(
+                settings.max_projects
+                if settings.max_projects is not None
+                else PROJECT_PRESETS[settings.quota]
+            ),
         )
 
 

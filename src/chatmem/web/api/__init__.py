@@ -23,6 +23,7 @@ ROUTE_MODULES = [
     "conversations",
     "messages",
     "files",
+    "projects",
     "profiles",
     "mcp_servers",
     "tool_calls",

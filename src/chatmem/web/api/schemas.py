@@ -69,6 +69,8 @@ def conversation_public(conversation: Conversation, **extra: Any) -> dict[str, A
         "source_conversation_id": conversation.source_conversation_id,
         # Issue 17: the recall switch as set (null: the profile's, else the mode's default).
         "recall": conversation.recall,
+        # PROJ-1: the project whose instructions and files go with every request.
+        "project_id": conversation.project_id,
         **extra,
     }
 

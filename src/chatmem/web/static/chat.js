@@ -106,6 +106,7 @@
     memory.setConversation(c.id); // the counter and memory window follow from here on
     applyProfile();
     sidebar.markCurrent(c.id);
+    document.dispatchEvent(new CustomEvent("chatmem:conversation", { detail: c }));
   }
 
   async function loadMessages() {
@@ -115,6 +116,7 @@
     feed.setMessages(messages, summary);
     memory.setSummary(summary);
     if (body && body.files) memory.setFiles(body.files);
+    if (body && body.files && window.chatmem.images) window.chatmem.images.show(body.files); // PROJ-2
     return body;
   }
 
@@ -154,6 +156,8 @@
     if (state.conversation) return state.conversation;
     const body = { title: firstText.split("\n")[0].slice(0, 80), mode: modeSelect.value };
     if (modelSelect.value) body.profile_id = modelSelect.value;
+    const project = window.chatmem.projects && window.chatmem.projects.forNewChat();
+    if (project) body.project_id = project; // PROJ-1: a new chat in a project
     const c = await api("POST", "/api/v1/conversations", body);
     history.replaceState(null, "", "/c/" + c.id);
     layout.dataset.conversationId = c.id;

@@ -167,7 +167,9 @@
 
   async function setFileState(f, next) {
     try {
-      await api("PATCH", "/api/v1/files/" + f.id, { state: next });
+      // PROJ-1: a project file's state is this conversation's own.
+      const path = f.project_id ? "/api/v1/conversations/" + state.conversationId + "/project-files/" + f.id : "/api/v1/files/" + f.id;
+      await api("PATCH", path, { state: next });
       f.state = next;
       await refreshNow();
       await loadFiles();

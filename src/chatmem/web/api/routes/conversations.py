@@ -28,6 +28,8 @@ class ConversationCreate(Body):
     instructions: str = ""
     #: Issue 17: the ``recall`` tool; null follows the profile, then the memory mode.
     recall: bool | None = None
+    #: PROJ-1: created in this project (its instructions and files go with every request).
+    project_id: str | None = None
 
 
 class ConversationUpdate(Body):
@@ -39,6 +41,8 @@ class ConversationUpdate(Body):
     instructions: str | None = None
     #: Issue 17: true / false, or null to follow the profile and the memory mode again.
     recall: bool | None = None
+    #: PROJ-1: moved into this project; null takes it out of its project.
+    project_id: str | None = None
 
 
 def _check_profile(session: DbSession, user: CurrentUser, profile_id: str | None) -> None:

@@ -11,7 +11,7 @@ from chatmem.bounds import MAX_INT
 from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
 from chatmem.store import messages as store_messages
-from chatmem.store import versions
+from chatmem.store import projects, versions
 from chatmem.store.engine import latest_summary, memory_status
 from chatmem.store.files import conversation_files
 from chatmem.store.quotas import Limits
@@ -83,7 +83,9 @@ def list_messages(
         "files": [
             file_public(f, column, file_status.get(f.id))
             for f in conversation_files(session, conversation.id)
-        ],
+        ]
+        # PROJ-1: the project's files, with this conversation's state and status of each
+        + projects.conversation_files_public(session, conversation, column, file_status),
     }
 
 
