@@ -8,6 +8,7 @@ from tests.support.model_server import FakeModelServer
 from tests.turns.conftest import Chat, make_chat, seed_pairs
 
 from chatmem import context as engine
+from chatmem.context.recall import recall_enabled, with_recall
 from chatmem.store.engine import load_engine_conversation
 
 
@@ -16,8 +17,13 @@ def _fresh_plan(chat: Chat, draft: str, mode: str) -> dict[str, object]:
 
     with chat.client.app.state.db.session() as session:  # type: ignore[attr-defined]
         target = resolve_target(session, chat.user.id, chat.profile_id)
+        # Issue 17: the recall tool's schema is offered (and counted) where it is on.
+        recall = recall_enabled(mode, None, target.recall)  # type: ignore[arg-type]
         conversation = load_engine_conversation(
-            session, chat.conversation_id, tokenizer=target.engine_profile.tokenizer
+            session,
+            chat.conversation_id,
+            tokenizer=target.engine_profile.tokenizer,
+            tools=[dict(t) for t in with_recall((), recall)],
         )
         plan = engine.plan(
             conversation,

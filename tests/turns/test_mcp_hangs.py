@@ -161,7 +161,8 @@ def test_a_server_that_is_down_is_failed_with_its_reason_PROV_3(chat: Chat) -> N
     assert "ConnectError" in health["last_error"]
     chat.model.reply("No tools today.")
     assert chat.turn("Hello")["status"] == "completed"
-    assert "tools" not in chat.model.chat_requests[-1].body
+    offered = chat.model.chat_requests[-1].body.get("tools") or []
+    assert [t["function"]["name"] for t in offered] == ["recall"]  # built in (issue 17)
 
 
 def test_a_server_refusing_our_token_says_so_PROV_3(chat: Chat, mcp: McpServerProcess) -> None:

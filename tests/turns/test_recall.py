@@ -199,9 +199,7 @@ def test_recall_result_is_bounded_in_tokens_and_marks_its_cuts(
     long = " ".join(
         f"Sentence {k} is filler about the weather and the road on day {k}." for k in range(300)
     )
-    special = {
-        n: f"{long} The budget line {n} says 48,250 euros. {long}" for n in range(1, 41, 2)
-    }
+    special = {n: f"{long} The budget line {n} says 48,250 euros. {long}" for n in range(1, 41, 2)}
     _seed(chat, 21, special)
     _compact(chat, "A long trip.")
     result = _recall_turn(chat, "budget euros", "Budget lines?", limit=20)

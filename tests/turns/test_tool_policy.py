@@ -82,7 +82,7 @@ def test_only_the_allowed_tools_are_offered_PROV_6(chat: Chat, mcp: McpServerPro
     chat.model.reply("Only add.")
     chat.turn("Which tools?")
     offered = [t["function"]["name"] for t in chat.model.chat_requests[-1].body["tools"]]
-    assert offered == ["add"]
+    assert offered == ["add", "recall"]  # and the built-in recall (issue 17)
     # A call of a tool that is not offered never reaches the server.
     before = mcp.stats()["calls"].get("echo", 0)
     chat.model.tool_call("echo", {"text": "sneaky"}, id="call_echo")

@@ -192,15 +192,22 @@ def _grow(
     best = _marked(text, spans[lo][0], spans[hi][1])
     if tokenizer.count(best) > budget:
         return None
-    grew = True
-    while grew:
-        grew = False
-        for lo2, hi2 in ((lo, hi + 1), (lo - 1, hi)):
-            if lo2 < 0 or hi2 >= len(spans):
-                continue
-            candidate = _marked(text, spans[lo2][0], spans[hi2][1])
-            if tokenizer.count(candidate) <= budget:
-                lo, hi, best, grew = lo2, hi2, candidate, True
+    after = before = True
+    while after or before:
+        if after:
+            after = hi + 1 < len(spans)
+            if after:
+                candidate = _marked(text, spans[lo][0], spans[hi + 1][1])
+                after = tokenizer.count(candidate) <= budget
+                if after:
+                    hi, best = hi + 1, candidate
+        if before:
+            before = lo > 0
+            if before:
+                candidate = _marked(text, spans[lo - 1][0], spans[hi][1])
+                before = tokenizer.count(candidate) <= budget
+                if before:
+                    lo, best = lo - 1, candidate
     return best
 
 

@@ -37,12 +37,26 @@
     return { user: t("You"), assistant: t("Assistant"), system: t("Instructions"), tool: t("Tool result") }[role] || role;
   }
 
+  /* Issue 17: the query of a call of the built-in recall tool (no MCP server), else null. */
+  function recallQuery(name, call, args) {
+    if (name !== "recall" || call.server) return null;
+    try {
+      const query = JSON.parse(args).query;
+      return typeof query === "string" ? query : "";
+    } catch (_) { return ""; }
+  }
+
   function toolCallBox(call) {
     const fn = call.function || call;
     let args = fn.arguments ?? call.arguments ?? "";
     if (typeof args !== "string") args = JSON.stringify(args, null, 2);
-    return el("details", { class: "tool-box tool-call" }, [
-      el("summary", { text: t("Tool call: {name}", { name: fn.name || call.name || "tool" }) }),
+    const name = fn.name || call.name || "tool";
+    const query = recallQuery(name, call, args);
+    const label = query === null
+      ? t("Tool call: {name}", { name })
+      : t("Looked up earlier messages: {query}", { query });
+    return el("details", { class: "tool-box tool-call" + (query === null ? "" : " recall") }, [
+      el("summary", { text: label }),
       el("pre", { text: args }),
     ]);
   }
