@@ -409,3 +409,34 @@ def test_auto_answers_with_the_best_ranked_shared_profile(w: World) -> None:
     assert raw.parse().model == "house"
     conversation = w.ann.get(f"/api/v1/conversations/{raw.headers[HEADER]}").json()
     assert conversation["profile_id"] == "auto"
+
+
+def test_a_running_completion_is_a_chatmem_run_locked_and_stoppable(w: World) -> None:
+    client = w.sdk()
+    first = client.chat.completions.with_raw_response.create(
+        model="fake", messages=[{"role": "user", "content": "start"}]
+    )
+    conversation_id = first.headers[HEADER]
+    w.model.reply("a long answer " * 50, delay=0.05)
+    with client.chat.completions.with_streaming_response.create(
+        model="fake",
+        messages=[{"role": "user", "content": "talk"}],
+        stream=True,
+        extra_headers={HEADER: conversation_id},
+    ) as response:
+        run_id = response.headers["X-Chatmem-Run-Id"]
+        chunks = response.parse()
+        next(iter(chunks))  # the answer is under way
+        # The conversation is locked for the run, as for a turn from the UI.
+        with pytest.raises(openai.ConflictError) as busy:
+            client.chat.completions.create(
+                model="fake",
+                messages=[{"role": "user", "content": "me too"}],
+                extra_headers={HEADER: conversation_id},
+            )
+        assert busy.value.code == "turn_running"
+        # Stop, as the UI's button does.
+        assert w.ann.post(f"/api/v1/runs/{run_id}/stop").status_code == 200
+        rest = list(chunks)
+    assert rest[-1].choices[0].finish_reason == "stop"
+    assert w.ann.get(f"/api/v1/runs/{run_id}").json()["status"] == "stopped"

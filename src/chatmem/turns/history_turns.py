@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from chatmem.errors import InvalidInput, NotFound
+from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunning
 from chatmem.store import runs
 from chatmem.store.conversations import create_conversation, owned_conversation_row
 from chatmem.store.messages import insert_message
@@ -96,7 +96,12 @@ async def submit_history(
             raise RuntimeError("a fresh conversation id was locked")
         locks.append((lock_name(fresh), fresh_token))
         if conversation_id is not None:
-            token = await service._take_lock(user_id, conversation_id, for_turn=True)
+            try:
+                token = await service._take_lock(user_id, conversation_id, for_turn=True)
+            except (TurnRunning, CompactionRunning):
+                # Busy — but somebody else's conversation is not found, busy or not (STORE-1).
+                await service._read(owned_conversation_row, user_id, conversation_id)
+                raise
             locks.append((lock_name(conversation_id), token))
         run_id, message_id = new_id(), new_id()
         admitted = await quick_work(
