@@ -208,3 +208,25 @@ def test_recall_result_is_bounded_in_tokens_and_marks_its_cuts(
     assert tokens <= MAX_RESULT_TOKENS, tokens
     assert ELLIPSIS in content and "48,250 euros" in content
     assert content.count("[message ") >= 2
+
+
+def test_a_hidden_version_is_never_recalled(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    """PROJ-3: a regenerated answer's earlier version is kept but never sent — nor recalled."""
+    chat = make_chat(turn_client, model_server, mode="economy")
+    chat.model.reply(FACT)
+    chat.turn("Which budget?")
+    answer = chat.messages()[-1]
+    assert answer["content"] == FACT
+    chat.model.reply("I do not remember any figure.")
+    response = chat.client.post(
+        f"/api/v1/conversations/{chat.conversation_id}/messages/{answer['id']}/regenerate",
+        headers=chat.headers,
+    )
+    assert response.status_code == 202, response.text
+    assert chat.wait(response.json()["run_id"])["status"] == "completed"
+    _seed(chat, 4)
+    _compact(chat, "Trip planning.")
+    result = _recall_turn(chat, "budget agreed euros", "The budget?")
+    assert VERBATIM not in result["content"]

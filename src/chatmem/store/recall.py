@@ -9,7 +9,8 @@ three letters or more match as a prefix ("agree" finds "agreed").
 
 Scoped to one conversation (CTX-8) and to a :class:`~chatmem.context.recall.RecallScope`
 (what the request does not carry).  The results of earlier ``recall`` calls are never
-matched: they are copies of older messages, which are matched themselves.
+matched: they are copies of older messages, which are matched themselves.  Hidden versions
+(PROJ-3: a regenerated answer, an edited question) are never matched either.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sqlalchemy import and_, column, false, or_, select, table, text
 from sqlalchemy.orm import Session
 
 from chatmem.context.recall import RECALL_TOOL, RecallHit, RecallScope
+from chatmem.store.engine import SHOWN
 from chatmem.store.search import words
 from chatmem.store.tables.conversations import Message
 from chatmem.store.tables.runs import ToolCallRow
@@ -86,6 +88,7 @@ def recall_hits(
     columns = (Message.id, Message.role, Message.created_at, Message.content)
     conditions = [
         Message.conversation_id == conversation_id,
+        SHOWN,  # a hidden version (PROJ-3) is never sent, nor recalled
         _in_scope(conversation_id, scope),
         _not_recall_results(conversation_id),
     ]
