@@ -85,8 +85,11 @@ def test_an_image_in_the_feed_and_in_the_images_row(
     expect(image).to_be_visible()
     expect(image).to_have_attribute("alt", "sunset.png")
     assert alice.evaluate("(img) => img.naturalWidth", image.element_handle()) == 1024
+    save_screenshot(alice, "images.png", readme=True)
 
     alice.locator("#counter").click()
     row = alice.locator("#mw-breakdown tr[data-key=images] td")
     expect(row).to_have_text("765")
-    save_screenshot(alice, "images.png", readme=True)
+    expect(alice.locator("#memory-window .file-list li", has_text="sunset.png")).to_contain_text(
+        "765 tokens"
+    )

@@ -10,8 +10,8 @@ message carries a short placeholder in its place::
     [image/png, 5.4 KB, attached as file get_image.png]
 
 so a model is never sent base64 as text (a 5 KB image is some 2,000 tokens of noise, issue
-11).  The model gets the placeholder: no profile sends images to the model yet (PROJ-2; a
-profile's ``accepts_images`` is stored for when it does).  An attachment larger than the
+11).  The model gets the placeholder, whatever the profile: only images attached to a
+question are sent as image parts (PROJ-2, ``chatmem.context.images``).  An attachment larger than the
 answer and tool-result bound (``CHATMEM_MAX_ANSWER_BYTES``, PROV-5) is not kept; its
 placeholder says so.
 """

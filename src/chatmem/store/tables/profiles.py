@@ -43,7 +43,7 @@ class ModelProfile(Base):
     output_price_per_mtok: Mapped[float | None] = mapped_column(Float, nullable=True)
     free: Mapped[bool] = mapped_column(Boolean, default=False)
     stateless: Mapped[bool] = mapped_column(Boolean, default=False)
-    # PROJ-2, PROV-4: the model takes image input (until images are sent, a placeholder).
+    # PROJ-2: the model takes image input (a question's images are sent as image parts).
     accepts_images: Mapped[bool] = mapped_column(Boolean, default=False)
     summarizer_profile_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     # Memory knobs (CTX-22); NULL means the engine's default.

@@ -149,7 +149,7 @@
       const status = statuses[f.id] || f.state || "in_memory";
       const li = el("li", { "data-id": f.id, "data-state": status }, [
         el("span", { class: "file-name", text: f.name }),
-        el("span", { class: "muted small file-tokens", text: tn("{n} token", "{n} tokens", fileTokens(f)) }),
+        el("span", { class: "muted small file-tokens", text: tn("{n} token", "{n} tokens", plan.images && plan.images[f.id] ? plan.images[f.id].tokens : fileTokens(f)) }), // PROJ-2: an image's own count
         el("span", { class: "badge file-state", text: FILE_STATES[status] || status }),
       ]);
       const actions = [];
