@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fastapi.testclient import TestClient
 from tests.support.app import make_user
 
 from chatmem.web import i18n
+from chatmem.web.ui.routes import router as ui_router
 
 
 @pytest.mark.parametrize(
@@ -96,3 +99,26 @@ def test_pages_speak_the_browser_language_until_the_user_chooses(client: TestCli
     assert ">Keluar<" in page.text  # "Sign out", rendered on the server
     assert "(1.024 hingga 4.096 token)" in page.text  # numbers by Babel, in the language
     assert 'id="i18n-catalog"' in page.text
+
+
+def _page_paths() -> list[str]:
+    """Every HTML page of the UI: the GET routes of its router, ids filled in."""
+    paths = []
+    for route in ui_router.routes:
+        if "GET" in (getattr(route, "methods", None) or set()):
+            paths.append(re.sub(r"\{[^}]+\}", "x", getattr(route, "path", "")))
+    return paths
+
+
+@pytest.mark.parametrize("lang", i18n.LOCALES)
+def test_every_page_renders_in_every_language(client: TestClient, lang: str) -> None:
+    """A page a user can open renders in each language, its catalog in the page."""
+    make_user(client, "olga", password="a long enough password", admin=True)
+    client.post("/api/v1/auth/login", json={"name": "olga", "password": "a long enough password"})
+    paths = _page_paths()
+    assert {"/", "/profiles", "/archive"} <= set(paths)
+    for path in paths:
+        page = client.get(path, headers={"Accept-Language": lang}, follow_redirects=False)
+        assert page.status_code == 200, (path, page.status_code)
+        assert f'<html lang="{lang}">' in page.text, path
+        assert 'id="i18n-catalog"' in page.text, path
