@@ -21,7 +21,7 @@ from chatmem.context.values import MODES
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store import projects, quotas
 from chatmem.store.quotas import Limits
-from chatmem.store.search import among, matching_ids
+from chatmem.store.search import search_condition
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Folder, Message
 from chatmem.store.types import UTCDateTime, utcnow
@@ -254,9 +254,10 @@ def list_conversations(
         stmt = stmt.where(Conversation.folder_id == folder_id)
     found = True
     if q is not None and q.strip():  # STORE-7: from the full-text indexes
-        ids = matching_ids(session, q)
-        found = bool(ids)
-        stmt = stmt.where(among(session, ids))
+        condition = search_condition(session, q)
+        found = condition is not None
+        if condition is not None:
+            stmt = stmt.where(condition)
     if cursor:
         pinned, when, cid = decode_cursor(cursor)
         stmt = stmt.where(

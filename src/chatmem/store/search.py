@@ -7,10 +7,11 @@ Both sides are indexes: SQLite's FTS5 tables ``messages_fts`` (rowid = ``message
 match, the last one as a prefix (search-as-you-type), in a title or in one message.
 
 The conversation search starts from the indexes: the matching conversation ids (title hits
-and message hits, a union) come first, and only those conversations are then read, filtered
-(the user's, not archived) and ordered — never a walk over the user's whole list testing
-each one, and no ``title LIKE '%q%'`` scan.  Its cost is the index lookups plus one primary
-key read per matching conversation (``bench/search.py`` measures both side by side).
+and message hits, a union: :func:`matching_ids`) come first — none, and the answer is an
+empty page at once — and only those conversations are then read, filtered
+(the user's, not archived) and ordered (:func:`search_condition`): never a walk over the user's whole list testing each
+one, and no ``title LIKE '%q%'`` scan.  Its cost is the index lookups plus one primary-key
+read per matching conversation (``bench/search.py`` measures both side by side).
 
 :func:`search_messages` is the same index scoped to one conversation: its messages holding
 every word, best match first.
@@ -18,21 +19,22 @@ every word, best match first.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
     ColumnElement,
-    CompoundSelect,
     Select,
+    String,
+    bindparam,
     column,
-    false,
-    literal_column,
+    func,
     select,
     table,
     text,
-    union,
 )
 from sqlalchemy.orm import Session
 
@@ -67,71 +69,59 @@ def tsquery(query: str) -> str | None:
     return " & ".join(found)
 
 
-def _sqlite_hits(match: str) -> CompoundSelect:
-    # A message hit's conversation comes from the covering index ix_messages_num_conversation
-    # (SQLite would otherwise read each hit's whole, large row by rowid); SQLAlchemy renders
-    # no SQLite table hints, hence the textual FROM.
-    content: Select[Any] = (
-        select(literal_column("m.conversation_id").label("id"))
-        .select_from(
-            text(
-                "messages_fts JOIN messages AS m INDEXED BY ix_messages_num_conversation "
-                "ON m.num = messages_fts.rowid"
-            )
-        )
-        .where(text("messages_fts MATCH :fts_content").bindparams(fts_content=match))
-    )
-    title: Select[Any] = (
-        select(literal_column("r.conversation_id").label("id"))
-        .select_from(
-            text(
-                "conversations_fts JOIN conversations_fts_rowids AS r "
-                "ON r.num = conversations_fts.rowid"
-            )
-        )
-        .where(text("conversations_fts MATCH :fts_title").bindparams(fts_title=match))
-    )
-    return union(title, content)
+# The conversation ids a query matches, title hits and message hits, straight from the
+# indexes (any user's: the list filters them).  SQLite: a message hit's conversation comes
+# from the covering index ix_messages_num_conversation (it would otherwise read each hit's
+# whole, large row by rowid).
+_SQLITE_IDS = text(
+    "SELECT r.conversation_id FROM conversations_fts "
+    "JOIN conversations_fts_rowids AS r ON r.num = conversations_fts.rowid "
+    "WHERE conversations_fts MATCH :q "
+    "UNION SELECT m.conversation_id FROM messages_fts "
+    "JOIN messages AS m INDEXED BY ix_messages_num_conversation ON m.num = messages_fts.rowid "
+    "WHERE messages_fts MATCH :q"
+)
+_POSTGRES_IDS = text(
+    "SELECT id FROM conversations "
+    "WHERE to_tsvector('simple', title) @@ to_tsquery('simple', :q) "
+    "UNION SELECT conversation_id FROM messages "
+    "WHERE to_tsvector('simple', content) @@ to_tsquery('simple', :q)"
+)
 
 
-def _postgres_hits(ts: str) -> CompoundSelect:
-    content = select(Message.conversation_id.label("id")).where(
-        text(
-            "to_tsvector('simple', messages.content) @@ to_tsquery('simple', :ts_content)"
-        ).bindparams(ts_content=ts)
-    )
-    title = select(Conversation.id.label("id")).where(
-        text(
-            "to_tsvector('simple', conversations.title) @@ to_tsquery('simple', :ts_title)"
-        ).bindparams(ts_title=ts)
-    )
-    return union(title, content)
-
-
-def matching_ids(session: Session, query: str) -> CompoundSelect | None:
+def matching_ids(session: Session, query: str) -> list[str]:
     """The ids of the conversations (any user's) whose title or one of whose messages holds
-    every word of ``query``, straight from the indexes; ``None`` when it has no word."""
+    every word of ``query``, straight from the indexes; none when it has no word."""
     if session.get_bind().dialect.name == "sqlite":
-        match = fts5_query(query)
-        return None if match is None else _sqlite_hits(match)
-    ts = tsquery(query)
-    return None if ts is None else _postgres_hits(ts)
+        match, statement = fts5_query(query), _SQLITE_IDS
+    else:
+        match, statement = tsquery(query), _POSTGRES_IDS
+    if match is None:
+        return []
+    return list(session.scalars(statement, {"q": match}))
 
 
-def search_condition(session: Session, user_id: str, query: str) -> ColumnElement[bool]:
-    """A condition on ``Conversation`` for the list: its id is one of :func:`matching_ids`.
+def search_condition(session: Session, query: str) -> ColumnElement[bool] | None:
+    """A condition on ``Conversation`` for the list — its id is one the indexes return for
+    ``query`` (:func:`matching_ids`, read first) — or ``None`` when nothing matches, and
+    the list is answered without another statement.
 
-    The list's own filters are written so the planner cannot walk ix_conversations_list
-    with them (``+user_id``: SQLite uses no index for an expression) and so drives the query
-    from the id set, one primary-key read per hit; PostgreSQL plans that way by itself."""
-    hits = matching_ids(session, query)
-    if hits is None:
-        return false()  # no word: nothing matches
+    The ids go back as one value (a JSON array on SQLite, an array on PostgreSQL, however
+    many) so the query is driven from them, one primary-key read each, and not from the
+    list index or a scan of the table: on SQLite the list's ``user_id`` filter is repeated
+    as an expression (``+user_id``) the planner cannot walk an index with; on PostgreSQL
+    the ids are a set-returning ``unnest`` (``id = ANY(:ids)`` would be tested row by row
+    over a sequential scan, and a subquery of the hits is hash-joined to one)."""
+    ids = matching_ids(session, query)
+    if not ids:
+        return None
     if session.get_bind().dialect.name == "sqlite":
-        return Conversation.id.in_(hits) & text("+conversations.user_id = :search_user").bindparams(
-            search_user=user_id
+        listed: Select[Any] = select(column("value")).select_from(
+            func.json_each(bindparam("search_ids", json.dumps(ids)))
         )
-    return Conversation.id.in_(hits)
+        return Conversation.id.in_(listed) & text("+conversations.user_id = conversations.user_id")
+    unnested: Select[Any] = select(func.unnest(bindparam("search_ids", ids, type_=ARRAY(String))))
+    return Conversation.id.in_(unnested)
 
 
 def search_messages(
