@@ -5,6 +5,7 @@ Only the version shown is in memory: each test checks what the fake model server
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.support.app import make_user
@@ -238,8 +239,6 @@ def test_regenerate_while_a_turn_runs_is_refused(chat: Chat) -> None:
 
 
 def test_versions_survive_export_import_and_the_archive(chat: Chat, tmp_path: Any) -> None:
-    import json
-
     from chatmem.cli.context import run_plan
 
     _turn(chat, "Colour?", "Red")
@@ -332,3 +331,29 @@ def test_an_answer_the_summary_ends_at_keeps_its_version(chat: Chat) -> None:
     assert response.json()["error"]["code"] == "invalid_input"
     assert _shown(chat) == [("user", "Remember 42"), ("assistant", "Noted: 42")]
     assert _plan(chat) == before
+
+
+def test_an_edited_question_keeps_its_files(chat: Chat) -> None:
+    uploaded = chat.client.post(
+        _path(chat, "/files"),
+        files={"file": ("notes.txt", b"The launch code is 0000.", "text/plain")},
+        headers=chat.headers,
+    )
+    assert uploaded.status_code in (200, 201), uploaded.text
+    file_id = uploaded.json()["id"]
+    chat.model.reply("Read it.")
+    response = chat.client.post(
+        _path(chat, "/turns"),
+        json={"content": "Read my notes", "file_ids": [file_id]},
+        headers=chat.headers,
+    )
+    finished_run(chat.client, response.json()["run_id"], chat.headers)
+    question = _listed(chat)[0]
+    _edit(chat, question["id"], "Read my notes, please", "Read it again.")
+    edited = _listed(chat)[0]
+    assert "The launch code is 0000." in json.dumps(chat.model.chat_requests[-1].messages)
+    body = chat.client.get(_path(chat, "/messages"), headers=chat.headers).json()
+    assert [f["message_id"] for f in body["files"]] == [edited["id"]]
+    assert _switch(chat, edited["id"], 1).status_code == 200
+    body = chat.client.get(_path(chat, "/messages"), headers=chat.headers).json()
+    assert [f["message_id"] for f in body["files"]] == [question["id"]]

@@ -335,11 +335,13 @@ def begin_regenerate(session: Session, conversation: Conversation, message_id: s
 
 @dataclass(frozen=True)
 class Edit:
-    """A question being edited: its slot, and the number its new version gets."""
+    """A question being edited: its slot, the number its new version gets, and the files
+    sent with the question it replaces (they go with the new one)."""
 
     replaced: str
     slot: str
     number: int
+    files: tuple[str, ...] = ()
 
 
 def begin_edit(session: Session, conversation: Conversation, message_id: str) -> Edit:
@@ -367,9 +369,19 @@ def begin_edit(session: Session, conversation: Conversation, message_id: str) ->
             )
         )
         slot, number = question.id, 2
+    # The files sent with the question go with its new version; until it is stored they
+    # are the conversation's (planned as a new turn's attachments are).
+    files = tuple(session.scalars(select(File.id).where(File.message_id == question.id)))
+    if files:
+        session.execute(
+            update(File)
+            .where(File.id.in_(files))
+            .values(message_id=None)
+            .execution_options(synchronize_session="fetch")
+        )
     _touch(conversation)
     session.flush()
-    return Edit(question.id, slot, number)
+    return Edit(question.id, slot, number, files)
 
 
 def finish_edit(session: Session, conversation_id: str, edit: Edit, question_id: str) -> None:
@@ -385,7 +397,13 @@ def finish_edit(session: Session, conversation_id: str, edit: Edit, question_id:
             message_ids=[question_id],
         )
     )
-    _move_files(session, [edit.replaced], question_id)
+    if edit.files:
+        session.execute(
+            update(File)
+            .where(File.id.in_(edit.files))
+            .values(message_id=question_id)
+            .execution_options(synchronize_session="fetch")
+        )
     session.flush()
 
 
