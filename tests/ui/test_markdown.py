@@ -25,7 +25,7 @@ INSPECT = """() => {
   const TAGS = new Set(["p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li",
     "blockquote", "pre", "code", "span", "em", "strong", "s", "a", "table", "thead", "tbody",
     "tr", "th", "td", "div", "button"]);
-  const ATTRS = new Set(["href", "title", "class", "start", "target", "rel", "type", "aria-label"]);
+  const ATTRS = new Set(["href", "title", "class", "start", "target", "rel", "type", "aria-label", "tabindex"]);
   const problems = [];
   for (const box of document.querySelectorAll("#messages .md")) {
     const bubble = box.closest(".message").getBoundingClientRect();

@@ -31,7 +31,12 @@ def chat(server: Server, model: FakeModelServer) -> dict[str, Any]:
         )
         for role, text in (
             ("user", "Show me a table and some code"),
-            ("assistant", "| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint('hi')\n```"),
+            (
+                "assistant",
+                "| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint('hi')  # "
+                + "a long line that scrolls sideways on a phone " * 4
+                + "\n```",
+            ),
         ):
             r = api.post(
                 f"/api/v1/conversations/{c['id']}/messages", json={"role": role, "content": text}

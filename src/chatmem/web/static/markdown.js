@@ -95,9 +95,11 @@
     setTimeout(() => { button.textContent = t("Copy"); }, 1500);
   }
 
-  /* The sanitised fragment for `text`, with a Copy button on every code block. */
+  /* The sanitised fragment for `text`, with a Copy button on every code block.  Code and
+     tables that may scroll sideways take the focus, so the keyboard can scroll them too. */
   function render(text) {
     const fragment = purify.sanitize(md.render(text || ""), CONFIG);
+    for (const box of fragment.querySelectorAll("pre, .table-box")) box.tabIndex = 0;
     for (const block of fragment.querySelectorAll(".code-block")) {
       const code = block.querySelector("code");
       const head = block.querySelector(".code-head");
