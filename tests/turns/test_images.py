@@ -190,3 +190,47 @@ def test_tiles_and_flat_costs_follow_the_published_formula() -> None:
     assert image_tokens(picture, Profile(model="gpt-4o")) == 1105
     assert image_tokens(picture, Profile(model="claude-sonnet-4")) == 1600
     assert image_tokens(picture, Profile(model="gpt-4o", image_tokens=300)) == 300
+
+
+def test_images_survive_export_import_and_the_archive(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    chat = make_chat(turn_client, model_server, profile=VISION)
+    data = image_bytes((1024, 1024))
+    image = upload(chat, "diagram.png", data).json()
+    model_server.reply("Seen.")
+    ask_with(chat, "Look", [image["id"]])
+    exported = chat.client.get(
+        "/api/v1/export", params={"conversation_id": chat.conversation_id}, headers=chat.headers
+    ).json()
+    [item] = exported["conversations"]
+    [entry] = [f for f in item["files"] if f["name"] == "diagram.png"]
+    assert entry["mime"] == "image/png" and base64.b64decode(entry["data_base64"]) == data
+
+    # Imported by someone else (fresh ids where taken): the same bytes, size and tokens.
+    bob = make_chat(turn_client, model_server, name="bob", profile=VISION)
+    imported = turn_client.post("/api/v1/import", json=exported, headers=bob.headers)
+    assert imported.status_code == 200, imported.text
+    [cid] = imported.json()["conversation_ids"]
+    listed = turn_client.get(f"/api/v1/conversations/{cid}/messages", headers=bob.headers).json()
+    [copy] = listed["files"]
+    assert (copy["mime"], copy["width"], copy["height"]) == ("image/png", 1024, 1024)
+    assert turn_client.get(copy["content_url"], headers=bob.headers).content == data
+    turn_client.patch(
+        f"/api/v1/conversations/{cid}", json={"profile_id": bob.profile_id}, headers=bob.headers
+    )
+    bobs_plan = turn_client.get(f"/api/v1/conversations/{cid}/context", headers=bob.headers)
+    assert bobs_plan.json()["tokens"]["images"] == 765
+
+    # Archived and restored: still attached, still counted, still the same bytes.
+    archived = chat.client.post(
+        f"/api/v1/conversations/{chat.conversation_id}/archive", headers=chat.headers
+    )
+    assert archived.status_code == 200, archived.text
+    restored = chat.client.post(
+        f"/api/v1/archive/{chat.conversation_id}/restore", headers=chat.headers
+    )
+    assert restored.status_code == 200, restored.text
+    plan = context(chat)
+    assert plan["tokens"]["images"] == 765 and plan["files"][image["id"]] == "in_memory"
+    assert chat.client.get(image["content_url"], headers=chat.headers).content == data
