@@ -13,6 +13,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from chatmem.web.i18n import languages
 from chatmem.web.ui.routes import router
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -20,6 +21,7 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 def install_ui(app: FastAPI) -> None:
     """Add the HTML pages and mount the static assets at ``/static``."""
+    languages()  # PROJ-4: the catalogs are read (and a broken one fails) at start
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
