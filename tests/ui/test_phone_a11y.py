@@ -13,7 +13,13 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
-from tests.ui.harness import ConsoleErrors, Server, make_conversation, make_profile
+from tests.ui.harness import (
+    ConsoleErrors,
+    Server,
+    make_conversation,
+    make_profile,
+    save_screenshot,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -105,6 +111,7 @@ def test_phone_chat_top_is_one_line_and_the_selectors_sit_side_by_side(
     assert model["x"] + model["width"] <= memory["x"]
     assert memory["x"] + memory["width"] <= PHONE["width"]
     assert phone.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    save_screenshot(phone, "phone-chat.png", readme=True)
 
 
 def _tab_to(page: Any, target: Any, limit: int = 80) -> None:
