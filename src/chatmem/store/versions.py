@@ -338,7 +338,6 @@ class Edit:
     """A question being edited: its slot, the number its new version gets, and the files
     sent with the question it replaces (they go with the new one)."""
 
-    replaced: str
     slot: str
     number: int
     files: tuple[str, ...] = ()
@@ -381,7 +380,7 @@ def begin_edit(session: Session, conversation: Conversation, message_id: str) ->
         )
     _touch(conversation)
     session.flush()
-    return Edit(question.id, slot, number, files)
+    return Edit(slot, number, files)
 
 
 def finish_edit(session: Session, conversation_id: str, edit: Edit, question_id: str) -> None:
