@@ -347,6 +347,19 @@ def test_errors_in_openai_shape(w: World) -> None:
     )
     assert response.status_code == 400
     assert set(response.json()["error"]) >= {"message", "type", "code"}
+    # The JSON bounds hold on /v1/ as on /api/ (SEC-1), answered in OpenAI's shape.
+    deep: Any = "x"
+    for _ in range(200):
+        deep = [deep]
+    bounded = httpx.post(
+        w.server.url + "/v1/chat/completions",
+        headers={"Authorization": f"Bearer {w.token(w.ann)}"},
+        # ``user`` is a field the endpoint ignores: only the bounds can refuse it.
+        json={"model": "fake", "messages": [{"role": "user", "content": "x"}], "user": deep},
+    )
+    assert bounded.status_code == 400, bounded.text
+    assert "deep" in bounded.json()["error"]["message"]
+    assert bounded.json()["error"]["type"] == "invalid_request_error"
     # The rest of the API keeps chatmem's own shape.
     other = w.ann.get("/api/v1/conversations/nope")
     assert other.json()["error"]["code"] == "not_found"
