@@ -2,7 +2,7 @@
    a new chat in a project (/?project=ID), and moving the open chat into one (chat actions). */
 (function () {
   "use strict";
-  const { api, items, el, toast, t } = window.chatmem;
+  const { api, items, el, toast, t, tn } = window.chatmem;
   const list = document.getElementById("project-list");
   const dialog = document.getElementById("project-dialog");
   const form = document.getElementById("project-form");
@@ -44,7 +44,7 @@
       });
       fileList.append(el("li", { "data-id": f.id }, [
         el("span", { class: "file-name", text: f.name }),
-        el("span", { class: "muted small", text: t("{n} tokens", { n: f.tokens }) }),
+        el("span", { class: "muted small", text: tn("{n} token", "{n} tokens", f.tokens) }),
         remove,
       ]));
     }
