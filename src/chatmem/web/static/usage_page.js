@@ -93,7 +93,7 @@
     $("usage-request").hidden = !(u.exhausted && u.extension_requests !== false);
     rows($("usage-models").querySelector("tbody"), u.week.models || [], (m) => [
       m.name || m.model || t("Deleted model"),
-      (m.prompt_tokens || 0).toLocaleString() + " / " + (m.completion_tokens || 0).toLocaleString(),
+      window.chatmem.fmtInt(m.prompt_tokens || 0) + " / " + window.chatmem.fmtInt(m.completion_tokens || 0),
       money(m.cost),
     ]);
     rows($("usage-conversations").querySelector("tbody"), u.week.conversations || [], (c) => [
