@@ -234,3 +234,28 @@ def test_images_survive_export_import_and_the_archive(
     plan = context(chat)
     assert plan["tokens"]["images"] == 765 and plan["files"][image["id"]] == "in_memory"
     assert chat.client.get(image["content_url"], headers=chat.headers).content == data
+
+
+def test_other_models_cost_a_flat_amount_a_profile_may_set(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    chat = make_chat(
+        turn_client, model_server, profile={"model": "claude-sonnet-4", "accepts_images": True}
+    )
+    image = upload(chat, "scan.webp", image_bytes((800, 600), "WEBP")).json()
+    model_server.reply("ok")
+    ask_with(chat, "Read it", [image["id"]])
+    assert context(chat)["tokens"]["images"] == 1600  # the default flat cost
+    changed = chat.client.patch(
+        f"/api/v1/profiles/{chat.profile_id}", json={"image_tokens": 300}, headers=chat.headers
+    )
+    assert changed.status_code == 200 and changed.json()["image_tokens"] == 300
+    assert context(chat)["tokens"]["images"] == 300
+    refused = chat.client.patch(
+        f"/api/v1/profiles/{chat.profile_id}", json={"image_tokens": -1}, headers=chat.headers
+    )
+    assert refused.status_code in (400, 422)
+    chat.client.patch(
+        f"/api/v1/profiles/{chat.profile_id}", json={"image_tokens": None}, headers=chat.headers
+    )
+    assert context(chat)["tokens"]["images"] == 1600

@@ -76,6 +76,7 @@ EDITABLE = (
     "window_chars",
     "instructions_role",
     "recall",
+    "image_tokens",
 )
 
 #: CTX-22: the numeric memory knobs and the ranges a profile may set (inclusive).  The answer
@@ -88,6 +89,7 @@ KNOB_RANGES: Mapping[str, tuple[int | float, int | float]] = {
     "full_keep_messages": (0, 1_000),  # CTX-5
     "window_messages": (1, 1_000),  # N (CTX-6)
     "window_chars": (100, 1_000_000),  # C (CTX-6)
+    "image_tokens": (0, 100_000),  # flat tokens per image (PROJ-2); null: the formula
 }
 #: The knobs a NULL column leaves to the engine's fixed default (the answer reserve, whose
 #: default follows the window, is kept apart).

@@ -44,6 +44,8 @@ class ProfileRecord:
     free: bool
     stateless: bool
     accepts_images: bool
+    #: PROJ-2: flat tokens per image (None: the provider's formula).
+    image_tokens: int | None
     summarizer_profile_id: str | None
     # The memory knobs (CTX-22); None: the engine's default.
     economy_pairs: int | None

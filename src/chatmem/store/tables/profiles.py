@@ -45,6 +45,9 @@ class ModelProfile(Base):
     stateless: Mapped[bool] = mapped_column(Boolean, default=False)
     # PROJ-2: the model takes image input (a question's images are sent as image parts).
     accepts_images: Mapped[bool] = mapped_column(Boolean, default=False)
+    # PROJ-2: flat tokens per image; NULL: the provider's formula (OpenAI's tiles, else a
+    # conservative flat cost: ``chatmem.context.images``).
+    image_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     summarizer_profile_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     # Memory knobs (CTX-22); NULL means the engine's default.
     economy_pairs: Mapped[int | None] = mapped_column(Integer, nullable=True)

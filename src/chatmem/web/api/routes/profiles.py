@@ -65,6 +65,7 @@ ThresholdCap = Annotated[int, _range("full_threshold_cap")]
 KeepMessages = Annotated[int, _range("full_keep_messages")]
 WindowMessages = Annotated[int, _range("window_messages")]
 WindowChars = Annotated[int, _range("window_chars")]
+ImageTokens = Annotated[int, _range("image_tokens")]
 
 
 class MemoryKnobs(Body):
@@ -79,6 +80,9 @@ class MemoryKnobs(Body):
     window_messages: WindowMessages | None = None
     window_chars: WindowChars | None = None
     instructions_role: InstructionsRole | None = None
+    #: PROJ-2: flat tokens per image; null: the provider's formula (OpenAI's tile formula for
+    #: OpenAI models, else 1,600).
+    image_tokens: ImageTokens | None = None
 
 
 class ProfileCreate(MemoryKnobs):
