@@ -69,6 +69,10 @@ SCRIPT_ALLOWED = {
     # CSS classes passed around before they reach className
     "muted small",
     "muted small live-note",
+    " recall",
+    # the page title's tail and an HTTP status without a message
+    " · chatmem",
+    "HTTP ",
 }
 
 
@@ -184,6 +188,8 @@ def test_the_scanners_catch_bare_words() -> None:
     assert _untranslated_template_text("<p>{{ _('Hello') }} {% trans %}Hi{% endtrans %}</p>") == []
     js = 'x.textContent = "Compress now"; y.title = t("Close"); el("span", {class: "a b"});'
     assert _untranslated_script_literals(js) == ["Compress now"]
+    js = 'x.textContent = n + " tokens"; y.textContent = "used: " + n + " of " + m;'
+    assert _untranslated_script_literals(js) == [" tokens", "used: ", " of "]
 
 
 @pytest.mark.parametrize(
@@ -239,7 +245,11 @@ def _untranslated_script_literals(source: str) -> list[str]:
             or "class=" in text
         ):
             continue
-        wordy = re.search(r"[^\W\d_]{2,}\s+[^\W\d_]{2,}", text) or re.match(r"[A-Z][a-z]+", text)
+        wordy = (
+            re.search(r"[^\W\d_]{2,}\s+[^\W\d_]{2,}", text)  # words with spaces
+            or re.match(r"[A-Z][a-z]+", text)  # a capitalised word
+            or re.fullmatch(r"\W*\s[^\W\d_]{2,}\W*|\W*[^\W\d_]{2,}:?\s", text)  # " tokens", "of "
+        )
         if wordy:
             out.append(text)
     return out

@@ -341,7 +341,7 @@
   function renderAttachments() {
     attachments.replaceChildren();
     for (const f of state.pendingFiles) {
-      attachments.append(el("span", { class: "chip" }, [f.name + " · " + window.chatmem.fmtTokens(f.tokens ?? f.tokens_estimate ?? 0) + " tokens"]));
+      attachments.append(el("span", { class: "chip" }, [f.name + " · " + t("{tokens} tokens", { tokens: window.chatmem.fmtTokens(f.tokens ?? f.tokens_estimate ?? 0) })]));
     }
     attachments.hidden = state.pendingFiles.length === 0;
   }
