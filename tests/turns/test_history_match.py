@@ -84,3 +84,9 @@ def test_client_view_joins_an_answers_steps_and_hides_server_tools() -> None:
         Said("assistant", "Rain."),
     )
     assert view.last_user_id == "u2"
+
+
+def test_a_failed_answer_is_not_part_of_the_view() -> None:
+    view = client_view([row("user", "Hi", id="u1"), row("assistant", "Hel", {"failed": True})])
+    assert view.messages == (Said("user", "Hi"),)
+    assert match_history(view.messages, (Said("user", "Hi"),)).new == ()  # a retry

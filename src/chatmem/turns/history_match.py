@@ -12,7 +12,9 @@ conversation as the client's view of it —
   call it answers);
 * the steps of one answer (text, a tool call chatmem made on the server, its result, more
   text) are one assistant message whose text is the steps' text joined, exactly as the
-  answer was streamed to the client; the server-side tool calls and results are not shown.
+  answer was streamed to the client; the server-side tool calls and results are not shown,
+  nor the text kept from an answer that failed (the client got an error, so a retry of the
+  same request matches and is answered again).
 
 Then, in this order (text compared without surrounding whitespace):
 
@@ -106,8 +108,11 @@ def client_view(rows: Sequence[Any]) -> StoredView:
     last_user: str | None = None
     for row in rows:
         role, content = row.role, row.content or ""
-        if role == "tool" and not (row.meta or {}).get(CLIENT_TOOL):
+        meta = row.meta or {}
+        if role == "tool" and not meta.get(CLIENT_TOOL):
             continue  # a tool chatmem called itself (MCP): not the client's business
+        if role == "assistant" and meta.get("failed"):
+            continue  # what a failed answer had said: the client got an error instead
         if role == "assistant" and view and view[-1].role == "assistant":
             view[-1] = Said("assistant", view[-1].content + content)
             continue
