@@ -93,3 +93,20 @@ def test_an_image_in_the_feed_and_in_the_images_row(
     expect(alice.locator("#memory-window .file-list li", has_text="sunset.png")).to_contain_text(
         "765 tokens"
     )
+
+
+def test_a_profile_is_marked_as_taking_images_on_the_models_page(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
+    alice.get_by_role("link", name="Models").click()
+    alice.get_by_role("button", name="Add a model").click()
+    alice.get_by_label("Name", exact=True).fill("Eyes")
+    alice.get_by_label("Base URL").fill(model.base_url)
+    alice.get_by_label("Model id").fill("some-vision-model")
+    alice.get_by_label("Accepts images").check()
+    alice.get_by_label("Tokens per image").fill("500")
+    alice.get_by_role("button", name="Save").click()
+    expect(alice.locator("#profile-list li", has_text="Eyes")).to_be_visible()
+    with server.api("alice") as api:
+        [eyes] = [p for p in api.get("/api/v1/profiles").json()["items"] if p["name"] == "Eyes"]
+    assert (eyes["accepts_images"], eyes["image_tokens"]) == (True, 500)

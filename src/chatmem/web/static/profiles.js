@@ -21,6 +21,7 @@
     window_messages: "pf-window-messages",
     window_chars: "pf-window-chars",
     instructions_role: "pf-instructions-role",
+    image_tokens: "pf-image-tokens", // PROJ-2: empty follows the provider's formula
   };
   let shown = {};
 
@@ -113,6 +114,7 @@
     $("pf-price-out").value = p && priceOut(p) != null ? priceOut(p) : "";
     $("pf-free").checked = !!(p && isFree(p));
     $("pf-stateless").checked = !!(p && p.stateless);
+    $("pf-accepts-images").checked = !!(p && p.accepts_images);
     $("pf-name").focus();
   }
 
@@ -133,6 +135,7 @@
       context_window: Number($("pf-window").value),
       tokenizer: $("pf-tokenizer").value,
       stateless: $("pf-stateless").checked,
+      accepts_images: $("pf-accepts-images").checked,
       free: $("pf-free").checked,
     };
     // Empty answer reserve: automatic (a change sends null to return to it).
