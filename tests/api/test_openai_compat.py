@@ -13,7 +13,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from sqlalchemy import update
 from tests.support.model_server import DEFAULT_REPLY, FakeModelServer
@@ -453,3 +454,32 @@ def test_a_running_completion_is_a_chatmem_run_locked_and_stoppable(w: World) ->
         rest = list(chunks)
     assert rest[-1].choices[0].finish_reason == "stop"
     assert w.ann.get(f"/api/v1/runs/{run_id}").json()["status"] == "stopped"
+
+
+def test_langchain_tool_round_trip_in_one_conversation(w: World) -> None:
+    @tool
+    def local_time(city: str) -> str:
+        """The local time in a city."""
+        return "12:00"
+
+    base = {
+        "model": "fake",
+        "base_url": w.server.url + "/v1",
+        "api_key": w.token(w.ann),
+        "max_retries": 0,
+    }
+    w.model.tool_call("local_time", {"city": "Oslo"}, id="call_t")
+    first = ChatOpenAI(**base, include_response_headers=True).bind_tools([local_time])
+    history: list[Any] = [HumanMessage("Time in Oslo?")]
+    asked = first.invoke(history)
+    assert isinstance(asked, AIMessage)
+    assert [c["name"] for c in asked.tool_calls] == ["local_time"]
+    conversation_id = asked.response_metadata["headers"][HEADER.lower()]
+    history += [
+        asked,
+        ToolMessage(local_time.invoke(asked.tool_calls[0]["args"]), tool_call_id="call_t"),
+    ]
+    w.model.reply("It is noon in Oslo.")
+    same = ChatOpenAI(**base, default_headers={HEADER: conversation_id}).bind_tools([local_time])
+    assert same.invoke(history).content == "It is noon in Oslo."
+    assert roles(w.stored(conversation_id)) == ["user", "assistant", "tool", "assistant"]
