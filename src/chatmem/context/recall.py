@@ -51,6 +51,13 @@ MAX_RESULT_TOKENS = 2_000
 MIN_PASSAGE_TOKENS = 24
 #: The least a result may take: a header and a passage or two.
 MIN_RESULT_TOKENS = 200
+#: How far a passage may reach from its match: characters per token of its budget (far
+#: more than any text takes, so the reach never shortens a passage that would fit).
+CHARS_PER_TOKEN_MAX = 16
+#: Matches of the query's words weighed in one message, and how far around each its
+#: sentence is looked for (characters).
+MAX_MATCHES = 200
+SENTENCE_REACH = 2_000
 #: How much of the query the result's header repeats (characters).
 QUERY_SHOWN = 100
 ELLIPSIS = "…"
@@ -158,10 +165,13 @@ def _matches(piece: str, words: Sequence[str]) -> int:
     return sum(1 for q in set(words) if any(f.startswith(q) for f in found))
 
 
-def _spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
-    """Non-empty stripped spans of ``text`` matched by ``pattern``, in order."""
+def _spans(
+    text: str, pattern: re.Pattern[str], lo: int = 0, hi: int | None = None
+) -> list[tuple[int, int]]:
+    """Non-empty stripped spans of ``text[lo:hi]`` matched by ``pattern``, in order, as
+    offsets into ``text``."""
     out: list[tuple[int, int]] = []
-    for m in pattern.finditer(text):
+    for m in pattern.finditer(text, lo, len(text) if hi is None else hi):
         start, end = m.span()
         while start < end and text[start].isspace():
             start += 1
@@ -170,6 +180,46 @@ def _spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
         if end > start:
             out.append((start, end))
     return out
+
+
+def _containing(spans: Sequence[tuple[int, int]], position: int) -> int:
+    """Index of the span holding ``position`` (else the last one before it, else 0)."""
+    found = 0
+    for index, (start, _end) in enumerate(spans):
+        if start > position:
+            break
+        found = index
+    return found
+
+
+def _starts(text: str, words: Sequence[str]) -> list[int]:
+    """Where the query's words start a word of ``text``, in order (at most
+    :data:`MAX_MATCHES`).  Plain substring search on the lower-cased text: a regular
+    expression with case folding reads a megabyte several times slower."""
+    lowered = text.lower()  # a few characters change length: positions stay approximate
+    found: list[int] = []
+    for word in {w.lower() for w in words if w}:
+        at = lowered.find(word)
+        while at != -1 and len(found) < MAX_MATCHES * 4:
+            if at == 0 or not lowered[at - 1].isalnum():
+                found.append(min(at, len(text) - 1))
+            at = lowered.find(word, at + 1)
+    return sorted(found)[:MAX_MATCHES]
+
+
+def _focus(text: str, words: Sequence[str]) -> int:
+    """Where a passage is centred: the first match of the query's words in the sentence
+    holding most of them (0 when none matches: the search index folds what a plain search
+    does not, accents for one)."""
+    best, best_score = 0, 0
+    for at in _starts(text, words):
+        lo, hi = max(0, at - SENTENCE_REACH), min(len(text), at + SENTENCE_REACH)
+        sentences = _spans(text, _SENTENCE, lo, hi)
+        start, end = sentences[_containing(sentences, at)] if sentences else (lo, hi)
+        score = _matches(text[start:end], words)
+        if score > best_score:
+            best, best_score = at, score
+    return best
 
 
 def _marked(text: str, start: int, end: int) -> str:
@@ -186,35 +236,31 @@ def _grow(
     budget: int,
     tokenizer: Tokenizer,
 ) -> str | None:
-    """The longest run of ``spans`` around ``anchor`` (after first, then before) that fits
-    ``budget`` with its marks; None when the anchor alone does not."""
+    """A run of ``spans`` around ``anchor``, grown on both sides in turn while it fits
+    ``budget`` with its marks; None when the anchor alone does not.  Each side's step
+    doubles while it fits and halves when it does not, so a passage of a thousand words
+    costs a few dozen counts, not a thousand."""
     lo = hi = anchor
     best = _marked(text, spans[lo][0], spans[hi][1])
     if tokenizer.count(best) > budget:
         return None
-    after = before = True
+    after = before = 1
     while after or before:
         if after:
-            after = hi + 1 < len(spans)
-            if after:
-                candidate = _marked(text, spans[lo][0], spans[hi + 1][1])
-                after = tokenizer.count(candidate) <= budget
-                if after:
-                    hi, best = hi + 1, candidate
+            reach = min(len(spans) - 1, hi + after)
+            candidate = _marked(text, spans[lo][0], spans[reach][1])
+            if reach > hi and tokenizer.count(candidate) <= budget:
+                hi, best, after = reach, candidate, after * 2
+            else:
+                after //= 2
         if before:
-            before = lo > 0
-            if before:
-                candidate = _marked(text, spans[lo - 1][0], spans[hi][1])
-                before = tokenizer.count(candidate) <= budget
-                if before:
-                    lo, best = lo - 1, candidate
+            reach = max(0, lo - before)
+            candidate = _marked(text, spans[reach][0], spans[hi][1])
+            if reach < lo and tokenizer.count(candidate) <= budget:
+                lo, best, before = reach, candidate, before * 2
+            else:
+                before //= 2
     return best
-
-
-def _best(spans: Sequence[tuple[int, int]], text: str, words: Sequence[str]) -> int:
-    """Index of the span holding most of the query's words (the first such)."""
-    scores = [_matches(text[s:e], words) for s, e in spans]
-    return max(range(len(spans)), key=lambda i: (scores[i], -i))
 
 
 def _chars(text: str, budget: int, tokenizer: Tokenizer) -> str:
@@ -232,26 +278,30 @@ def _chars(text: str, budget: int, tokenizer: Tokenizer) -> str:
 def passage(text: str, words: Sequence[str], budget: int, tokenizer: Tokenizer) -> str:
     """``text`` whole when it fits ``budget`` tokens; else the passage around the query's
     words, cut at sentence bounds (at word bounds when one sentence is too long), each cut
-    marked ``…``.  Never more than ``budget`` tokens."""
+    marked ``…``.  Never more than ``budget`` tokens.  Only the part of a long message
+    within reach of the match is read (``budget`` x :data:`CHARS_PER_TOKEN_MAX` characters
+    each way), so a megabyte costs no more than a page."""
     text = text.strip()
-    if tokenizer.count(text) <= budget:
+    reach = budget * CHARS_PER_TOKEN_MAX
+    if len(text) <= reach and tokenizer.count(text) <= budget:
         return text
-    sentences = _spans(text, _SENTENCE)
+    focus = _focus(text, words)
+    lo, hi = max(0, focus - reach), min(len(text), focus + reach)
+    sentences = _spans(text, _SENTENCE, lo, hi)
+    start, end = lo, hi
     if sentences:
-        anchor = _best(sentences, text, words)
+        anchor = _containing(sentences, focus)
         grown = _grow(text, sentences, anchor, budget, tokenizer)
         if grown is not None:
             return grown
         start, end = sentences[anchor]
-    else:
-        start, end = 0, len(text)
-    # One sentence longer than the budget: the words around the best match in it.
-    sentence_words = [(start + s, start + e) for s, e in _spans(text[start:end], _NONSPACE)]
-    anchor = _best(sentence_words, text, words)
-    grown = _grow(text, sentence_words, anchor, budget, tokenizer)
+    # One sentence longer than the budget: the words around the match in it.
+    words_near = _spans(text, _NONSPACE, max(start, lo), min(end, hi)) or [(lo, hi)]
+    anchor = _containing(words_near, focus)
+    grown = _grow(text, words_near, anchor, budget, tokenizer)
     if grown is not None:
         return grown
-    w_start, w_end = sentence_words[anchor]
+    w_start, w_end = words_near[anchor]
     head = ELLIPSIS + " " if w_start > 0 else ""
     return head + _chars(text[w_start:w_end], budget - tokenizer.count(head), tokenizer)
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 
+import anyio.to_thread
+
 from chatmem.context import get_tokenizer
 from chatmem.context.recall import (
     DEFAULT_LIMIT,
@@ -83,7 +85,9 @@ class Recall:
             exclude=frozenset(self._returned),
         )
         tokenizer = inputs.tokenizer or get_tokenizer(inputs.profile.tokenizer)
-        text = render_recall(query, hits, result_budget(inputs.plan.tokens.free), tokenizer)
+        budget = result_budget(inputs.plan.tokens.free)
+        # Counting and cutting long messages is CPU work: off the event loop.
+        text = await anyio.to_thread.run_sync(render_recall, query, hits, budget, tokenizer)
         self._returned.update(hit.message_id for hit in hits if hit.message_id in text)
         return ToolOutcome(text)
 
