@@ -98,6 +98,9 @@ def test_pages_speak_the_browser_language_until_the_user_chooses(client: TestCli
     assert '<html lang="id">' in page.text
     assert ">Keluar<" in page.text  # "Sign out", rendered on the server
     assert "(1.024 hingga 4.096 token)" in page.text  # numbers by Babel, in the language
+    chat = client.get("/", headers=italian).text
+    # "Archive" the page and "Archive" the action are told apart (msgctxt "action").
+    assert ">Arsip</a>" in chat and 'id="archive-chat">Arsipkan<' in chat
     assert 'id="i18n-catalog"' in page.text
 
 
