@@ -31,7 +31,8 @@
       location.assign(sameSitePath(form.dataset.next));
     } catch (err) {
       error.textContent = err.status === 401 || err.status === 403 || err.status === 404
-        ? t("Wrong name or password.") : err.message;
+        ? t("Wrong name or password.")
+        : err.code === "rate_limited" ? t("Too many failed sign-ins. Wait a little and try again.") : err.message;
       error.hidden = false;
     }
   });
