@@ -127,3 +127,24 @@ def test_a_result_never_exceeds_its_budget(contents: list[str], query: str, budg
 )
 def test_a_passage_never_exceeds_its_budget(text: str, words: list[str], budget: int) -> None:
     assert TOKENS.count(passage(text, words, budget, TOKENS)) <= budget
+
+
+def test_the_scope_of_a_plain_mapping_lists_what_is_not_sent() -> None:
+    scope = recall_scope({"a": "summarized", "b": "in_memory", "c": "excluded"})
+    assert scope.before == "a" and scope.also == {"a", "c"}
+
+
+def test_matches_beyond_a_worthwhile_share_are_counted() -> None:
+    hits = [
+        RecallHit(f"m{i}", "assistant", "2026-11-30 10:00 UTC", "budget " * 400) for i in range(20)
+    ]
+    text = render_recall("budget", hits, MIN_RESULT_TOKENS, TOKENS)
+    assert "more matching messages left out" in text
+    assert TOKENS.count(text) <= MIN_RESULT_TOKENS
+
+
+def test_a_passage_without_the_words_starts_at_the_beginning() -> None:
+    """The index folds accents ("cafe" finds "café"); the passage then starts at the top."""
+    text = "Le café est ouvert. " + "Il fait beau aujourd'hui. " * 400
+    cut = passage(text, ["cafe"], 30, TOKENS)
+    assert cut.startswith("Le café est ouvert.") and cut.endswith(ELLIPSIS)
