@@ -16,6 +16,8 @@ from tests.support.model_server import FakeModelServer
 from tests.turns.conftest import Chat, make_chat
 
 from chatmem.context.images import openai_tile_tokens
+from chatmem.settings import Settings
+from chatmem.web.app import create_app
 
 VISION = {"model": "gpt-4o", "accepts_images": True}
 
@@ -259,3 +261,27 @@ def test_other_models_cost_a_flat_amount_a_profile_may_set(
         f"/api/v1/profiles/{chat.profile_id}", json={"image_tokens": None}, headers=chat.headers
     )
     assert context(chat)["tokens"]["images"] == 1600
+
+
+def test_an_image_goes_with_its_question_when_the_message_quota_evicts_it(
+    turn_settings: Settings, model_server: FakeModelServer
+) -> None:
+    with TestClient(create_app(turn_settings.model_copy(update={"max_messages": 2}))) as client:
+        chat = make_chat(client, model_server, profile=VISION)
+        image = upload(chat, "old.png", image_bytes((512, 512))).json()
+        model_server.reply("First answer.")
+        ask_with(chat, "First", [image["id"]])
+        assert context(chat)["tokens"]["images"] == 255
+        model_server.reply("Second answer.")
+        ask_with(chat, "Second", [])
+        listed = client.get(
+            f"/api/v1/conversations/{chat.conversation_id}/messages", headers=chat.headers
+        ).json()
+        assert [m["content"] for m in listed["items"]] == ["Second", "Second answer."]
+        assert listed["files"] == []
+        drafting = client.get(
+            f"/api/v1/conversations/{chat.conversation_id}/context",
+            params={"draft": "Third"},
+            headers=chat.headers,
+        ).json()
+        assert drafting["tokens"]["images"] == 0 and "images" not in drafting

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from chatmem.errors import QuotaExceeded
 from chatmem.settings import Settings
 from chatmem.store.tables.accounts import User
-from chatmem.store.tables.conversations import Conversation, Folder, Message
+from chatmem.store.tables.conversations import Conversation, File, Folder, Message
 
 PRESETS: dict[str, tuple[int | None, int | None, int | None]] = {
     "off": (None, None, None),
@@ -132,6 +132,17 @@ def enforce_message_quota(
     while cut < len(oldest) - 1 and oldest[cut][1] == "tool":
         cut += 1
     last_seq = oldest[cut - 1][0]
+    evicted = select(Message.id).where(
+        Message.conversation_id == conversation_id, Message.seq <= last_seq
+    )
+    # PROJ-2: an evicted question's images go with it (loose, they would ride with the draft).
+    session.execute(
+        delete(File).where(
+            File.conversation_id == conversation_id,
+            File.width.is_not(None),
+            File.message_id.in_(evicted),
+        )
+    )
     session.execute(
         delete(Message).where(Message.conversation_id == conversation_id, Message.seq <= last_seq)
     )
