@@ -96,6 +96,10 @@ def roles(messages: list[dict[str, Any]]) -> list[str]:
 def test_models_lists_the_profiles_and_auto(w: World) -> None:
     names = [m.id for m in w.sdk().models.list()]
     assert names == ["fake", "auto"]
+    assert w.sdk().models.retrieve("fake").id == "fake"
+    with pytest.raises(openai.NotFoundError) as caught:
+        w.sdk().models.retrieve("gpt-9")
+    assert caught.value.code == "model_not_found"
 
 
 def test_new_conversation_is_named_in_the_header(w: World) -> None:

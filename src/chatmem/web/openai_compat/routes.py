@@ -16,7 +16,9 @@ from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.orm import Session
 
+from chatmem.errors import NotFound
 from chatmem.store.profiles import AUTO_PROFILE, visible_profiles
 from chatmem.turns.events import RunEvent
 from chatmem.turns.history_turns import submit_history
@@ -131,16 +133,29 @@ def _model(id_: str, created: int, owned_by: str, profile_id: str | None) -> dic
 def list_models(user: CurrentUser, session: DbSession) -> dict[str, Any]:
     """The user's model profiles in OpenAI's shape (``id``: the profile's name, or its id
     when an earlier profile has the name), and ``auto``."""
+    return {"object": "list", "data": _models(session, user.id)}
+
+
+@router.get("/models/{model}", responses=ERRORS)
+def get_model(model: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
+    """One entry of ``GET /v1/models``, by its ``id`` or the profile's id."""
+    for entry in _models(session, user.id):
+        if model in (entry["id"], entry["chatmem_profile_id"]):
+            return entry
+    raise NotFound("model")
+
+
+def _models(session: Session, user_id: str) -> list[dict[str, Any]]:
     data: list[dict[str, Any]] = []
     taken = {AUTO_PROFILE}
     # The user's own first: a name shared with a shared profile means theirs (as in use).
-    for profile in sorted(visible_profiles(session, user.id), key=lambda p: p.shared):
+    for profile in sorted(visible_profiles(session, user_id), key=lambda p: p.shared):
         name = profile.name if profile.name not in taken else profile.id
         taken.add(name)
         owner = "chatmem-shared" if profile.shared else "chatmem"
         data.append(_model(name, int(profile.created_at.timestamp()), owner, profile.id))
     data.append(_model(AUTO_PROFILE, 0, "chatmem", None))
-    return {"object": "list", "data": data}
+    return data
 
 
 def install_openai_compat(app: FastAPI) -> None:
