@@ -10,6 +10,7 @@ none was named or the client's history diverged from the stored one.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any, cast
@@ -28,7 +29,7 @@ from chatmem.web.errors import STATUS_BY_CODE
 from chatmem.web.openai_compat.answers import Answer, first_shown, shown
 from chatmem.web.openai_compat.errors import openai_error
 from chatmem.web.openai_compat.schemas import ChatCompletionRequest
-from chatmem.web.sse import EventStreamResponse
+from chatmem.web.sse import KEEPALIVE_SECONDS, EventStreamResponse
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 
@@ -104,15 +105,38 @@ async def chat_completions(
     )
 
     async def rest() -> AsyncIterator[str]:
-        async with contextlib.aclosing(events):
-            if first.terminal:
-                return
-            event: RunEvent
-            async for event in events:
-                if shown(event):
-                    yield answer.frames(event, include_usage=body.include_usage)
-                if event.terminal:
+        if first.terminal:
+            await events.aclose()
+            return
+        # A pump feeds a queue so a quiet stretch (a long tool call, a compaction) sends SSE
+        # comments — which OpenAI's clients skip — without cancelling the event iterator.
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for event in events:
+                    await queue.put(event)
+            finally:
+                await queue.put(None)
+
+        task = asyncio.create_task(pump())
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(KEEPALIVE_SECONDS):
+                        item = await queue.get()
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
+                    continue
+                if item is None:
                     return
+                if shown(item):
+                    yield answer.frames(item, include_usage=body.include_usage)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await events.aclose()
 
     return EventStreamResponse(
         head, rest(), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers}
