@@ -285,3 +285,22 @@ def test_an_image_goes_with_its_question_when_the_message_quota_evicts_it(
             headers=chat.headers,
         ).json()
         assert drafting["tokens"]["images"] == 0 and "images" not in drafting
+
+
+def test_only_the_images_sent_with_a_question_go_with_it(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    chat = make_chat(turn_client, model_server, profile=VISION)
+    forgotten = upload(chat, "forgotten.png", image_bytes((64, 64))).json()
+    chosen = upload(chat, "chosen.png", image_bytes((64, 64))).json()
+    model_server.reply("One picture.")
+    ask_with(chat, "This one", [chosen["id"]])
+    parts = model_server.chat_requests[-1].messages[-1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url"]
+    plan = context(chat)
+    assert plan["images"][chosen["id"]]["status"] == "in_memory"
+    assert plan["images"][forgotten["id"]] == {
+        "status": "out_of_memory",
+        "tokens": 0,
+        "reason": "not attached to a message yet",
+    }

@@ -299,11 +299,14 @@ def load_inputs(
     live_only: bool = False,
     materialize: bool = False,
     calibrations: Calibrations | None = None,
+    draft_files: Sequence[str] | None = None,
 ) -> TurnInputs:
     """The inputs of one model step.  With ``user_id`` the conversation must be theirs
     (STORE-1); with ``live_only`` it must not be archived either (a new turn).  With
     ``materialize`` the messages are read into memory (a fold uses them after the
-    transaction; otherwise they are a lazy view of it)."""
+    transaction; otherwise they are a lazy view of it).  ``draft_files``: the files the
+    draft is sent with — then only those of the images not attached to a message yet ride
+    with it (PROJ-2)."""
     # One connection for every statement below (asking the session for it each time costs
     # more than most of the statements).
     connection = connection_of(session)
@@ -333,6 +336,16 @@ def load_inputs(
         calibration=factor_of(tokenizer),
         project_id=row.project_id,
     )
+    if draft_files is not None:
+        chosen = set(draft_files)
+        conversation = replace(
+            conversation,
+            files=[
+                f
+                for f in conversation.files
+                if not (f.image and f.message_id is None and f.id not in chosen)
+            ],
+        )
     if materialize:
         messages = CountedMessages(
             conversation.messages, lambda m: engine.count_message(m, tokenizer)

@@ -407,6 +407,7 @@ class TurnService:
             conversation_id,
             turn_start=turn_start,
             draft=None if turn_start else content,
+            draft_files=file_ids,  # PROJ-2: only the chosen images go with the question
             user_id=user_id,
             profile_override=answerer.profile_id if answerer.reason else None,
             secrets=self.secrets,
