@@ -17,6 +17,7 @@ from tests.ui.harness import (
     Server,
     make_conversation,
     make_profile,
+    open_chat,
     save_screenshot,
     start_server,
 )
@@ -83,8 +84,11 @@ def test_use4_the_ring_opens_the_usage_page_with_reset_times_and_spending_per_mo
     expect(alice).to_have_url(re.compile(r"/usage$"))
     expect(alice.get_by_role("heading", name="Usage", exact=True)).to_be_visible()
     session_reset = alice.locator("#bar-session .bar-reset")
-    # "Resets in 4 h 59 min, at 17:42": the delay and the browser's local time.
-    expect(session_reset).to_have_text(re.compile(r"^Resets in \d+ h \d+ min, at \d{1,2}:\d{2}"))
+    # "Resets in 4 h 59 min, at 5:42 PM": the delay and the browser's local time (with the
+    # day when that is not today).
+    expect(session_reset).to_have_text(
+        re.compile(r"^Resets in \d+ h \d+ min, at ([A-Z][a-z]+, [A-Z][a-z]+ \d+ )?\d{1,2}:\d{2}")
+    )
     expect(alice.locator("#bar-week .bar-reset")).to_contain_text("Resets in")
     expect(alice.locator("#bar-session .bar-amount")).to_have_text("$0.090 of $0.010")
     expect(alice.locator("#bar-session")).to_have_class(re.compile("exhausted"))
@@ -97,6 +101,29 @@ def test_use4_the_ring_opens_the_usage_page_with_reset_times_and_spending_per_mo
         "Your messages are answered by Base until it resets."
     )
     save_screenshot(alice, "usage.png", readme=True)
+
+
+def test_use4_a_locked_models_turn_is_answered_by_the_fallback_and_the_feed_says_so(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
+    _spend(server, model)
+    with server.api("alice") as api:
+        premium = next(
+            p for p in api.get("/api/v1/profiles").json()["items"] if p["name"] == "Premium"
+        )
+        c = make_conversation(api, premium["id"], title="Locked model")
+        model.reply("The fallback answers.")
+        run = api.post(f"/api/v1/conversations/{c['id']}/turns", json={"content": "Hi"}).json()
+        for _ in range(100):
+            done = api.get(f"/api/v1/runs/{run['run_id']}").json()
+            if done["status"] != "running":
+                break
+            time.sleep(0.1)
+        assert done["answered_reason"] == "credits_exhausted"
+    open_chat(alice, server, c)
+    answer = alice.locator("#messages .message.role-assistant").last
+    expect(answer).to_contain_text("The fallback answers.")
+    expect(answer.locator(".answered-by")).to_have_text("Answered by Base: credits exhausted")
 
 
 def test_use5_an_admin_grants_an_extension_on_the_admin_page_and_the_ring_drops(
