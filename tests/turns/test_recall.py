@@ -230,3 +230,22 @@ def test_a_hidden_version_is_never_recalled(
     _compact(chat, "Trip planning.")
     result = _recall_turn(chat, "budget agreed euros", "The budget?")
     assert VERBATIM not in result["content"]
+
+
+def test_the_recall_switch_survives_export_and_import_STORE_5(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    chat = make_chat(turn_client, model_server, mode="full")
+    chat.set(recall=False)
+    data = chat.client.get(
+        "/api/v1/export", params={"conversation_id": chat.conversation_id}, headers=chat.headers
+    ).json()
+    assert data["conversations"][0]["recall"] is False
+    data["conversations"][0]["id"] = "copy"
+    response = chat.client.post("/api/v1/import", json=data, headers=chat.headers)
+    assert response.status_code == 200, response.text
+    listed = chat.client.get("/api/v1/conversations", headers=chat.headers).json()["items"]
+    assert sorted(c["recall"] for c in listed if c["recall"] is not None) == [False, False]
+    data["conversations"][0].update(id="bad", recall="yes")
+    bad = chat.client.post("/api/v1/import", json=data, headers=chat.headers)
+    assert bad.status_code in (400, 422)

@@ -62,6 +62,7 @@ CONVERSATION_KEYS = frozenset(
         "archived_at",
         "versions",
         "project",
+        "recall",  # issue 17: the recall switch, when set
     }
 )
 # ``tokens``, ``seq`` and ``meta``: what an archive keeps of a message (restored as it was).

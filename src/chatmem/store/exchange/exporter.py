@@ -119,6 +119,8 @@ def exported_conversation(
     head["summaries"] = summaries
     if conversation.instructions:
         head["instructions"] = conversation.instructions
+    if conversation.recall is not None:  # issue 17: the recall switch, when set
+        head["recall"] = conversation.recall
     head["created_at"] = format_time(conversation.created_at)
     head["updated_at"] = format_time(conversation.updated_at)
     kept = versions_of(session, conversation.id)

@@ -170,6 +170,8 @@ def native_conversation(item: Mapping[str, Any]) -> ImportedConversation:
         versions=tuple(check.objects(item, "versions")),
         extra={
             "instructions": check.string(item, "instructions") or "",
+            # issue 17: the recall switch (absent or null: the default)
+            "recall": check.boolean(item, "recall") if item.get("recall") is not None else None,
             # PROJ-1: checked with the format above (the engine's reading of it)
             "project": item.get("project"),
         },
