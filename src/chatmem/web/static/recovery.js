@@ -57,9 +57,9 @@
   function versionSwitch(m) {
     const index = m.version || 1;
     const count = m.versions || 1;
-    const what = m.version_kind === "question" ? t("question") : t("answer");
-    const prev = el("button", { type: "button", class: "link-button version-prev", text: "‹", "aria-label": t("Previous version of this {what}", { what }) });
-    const next = el("button", { type: "button", class: "link-button version-next", text: "›", "aria-label": t("Next version of this {what}", { what }) });
+    const question = m.version_kind === "question";  // whole sentences: they translate whole
+    const prev = el("button", { type: "button", class: "link-button version-prev", text: "‹", "aria-label": question ? t("Previous version of this question") : t("Previous version of this answer") });
+    const next = el("button", { type: "button", class: "link-button version-next", text: "›", "aria-label": question ? t("Next version of this question") : t("Next version of this answer") });
     prev.disabled = index <= 1;
     next.disabled = index >= count;
     prev.addEventListener("click", () => switchTo(m, index - 1));
