@@ -87,12 +87,18 @@ def test_plan_over_10000_messages_reads_only_the_tail_and_is_fast(tmp_path: Path
 
 
 def test_append_message_counts_tokens_once_for_every_tokenizer(tmp_path: Path) -> None:
+    """The estimate at write time; an exact tokenizer no profile uses when first planned
+    (issue 16), then stored."""
     db = _db(tmp_path)
     with db.session() as session:
         user = accounts.create_user(session, "u")
         conversation = create_conversation(session, user, UNLIMITED)
         row = append_message(session, conversation, "user", "Привет, world! " * 20)
         assert row.seq == 1
+        assert row.tokens_estimate > 0
+        for tokenizer in ("o200k_base", "cl100k_base"):
+            load_engine_conversation(session, conversation.id, tokenizer=tokenizer)
+        session.refresh(row)
         assert row.tokens_estimate >= row.tokens_o200k > 0 and row.tokens_cl100k > 0
 
 

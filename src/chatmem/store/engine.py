@@ -45,7 +45,7 @@ from chatmem.store.tables.conversations import Conversation, File, Message, Summ
 from chatmem.store.tables.profiles import McpServer, ModelProfile
 from chatmem.store.tables.projects import Project
 from chatmem.store.tables.runs import UsageRow
-from chatmem.store.tokens import column_for
+from chatmem.store.tokens import column_for, fill_uncounted
 
 PAGE_SIZE = 32  # the newest page; older pages double in size
 #: The rows the partial index ``ix_messages_hidden`` covers (the same expression as its
@@ -578,6 +578,7 @@ def load_engine_conversation(
     and files (with the conversation's own states) join the conversation's."""
     column = column_for(tokenizer)
     connection = connection_of(session)
+    fill_uncounted(connection, conversation_id, column)  # once per message, then stored
     scale = Scale.of(calibration)
     messages = LazyMessages(connection, conversation_id, column, bounds=bounds, scale=scale)
     summary_row = latest_summary(connection, conversation_id) if has_summary else None

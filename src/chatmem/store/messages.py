@@ -23,7 +23,7 @@ from chatmem.store.db import connection_of
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Message
-from chatmem.store.tokens import counts_for_message
+from chatmem.store.tokens import counts_for_message, tokenizers_in_use
 from chatmem.store.types import new_id, utcnow
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -150,7 +150,7 @@ def insert_message(
         "tool_call_id": tool_call_id,
         "excluded": False,
         "meta": meta,
-        **counts_for_message(value),
+        **counts_for_message(value, tokenizers_in_use(session)),
     }
     connection = connection_of(session)
     if connection.execute(insert_row, params).first() is None:
@@ -206,7 +206,7 @@ def append_message(
         tool_call_id=tool_call_id,
         excluded=excluded,
         meta=meta,
-        **counts_for_message(value),
+        **counts_for_message(value, tokenizers_in_use(session)),
     )
     session.add(row)
     conversation.last_active_at = now

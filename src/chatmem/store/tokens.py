@@ -1,8 +1,13 @@
 """Token counts computed once at write time, for every tokenizer (CTX-1, CTX-2).
 
-A message is counted under each known tokenizer when it is stored, and the counts are kept in
-``tokens_<name>`` columns, so planning never re-tokenizes history whatever tokenizer the
-conversation's current profile uses (a conversation can switch models, STORE-2).
+A message is counted when it is stored, and the counts are kept in ``tokens_<name>`` columns,
+so planning never re-tokenizes history whatever tokenizer the conversation's current profile
+uses (a conversation can switch models, STORE-2).  The estimate and every exact tokenizer
+some profile names (:func:`tokenizers_in_use`) are counted at write time; an exact count no
+profile needed yet is stored as :data:`UNCOUNTED` and counted once, the first time a plan
+needs it (:func:`fill_uncounted`, called by the engine loader; a partial index finds such
+rows at no cost when there are none), then kept (issue 16: an import counted every message
+with all three tokenizers though a profile uses one — 6 MB/s).
 
 When the conservative estimate itself changes (issue 11 made it count every digit), the
 cached ``tokens_estimate`` of existing rows is stale: a data migration calls
@@ -12,19 +17,94 @@ the messages it brings back rather than trusting the archived one.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Collection
 from typing import Any
+
+from sqlalchemy import Connection, bindparam, select, text, update
+from sqlalchemy.orm import Session
 
 from chatmem.context import tokens as engine_tokens
 from chatmem.context.values import Message, ToolCall
 from chatmem.store.tables.conversations import TOKEN_COLUMNS
+from chatmem.store.tables.conversations import Message as MessageRow
+from chatmem.store.tables.profiles import ModelProfile
+
+#: A cached exact count not computed yet (no profile used its tokenizer at write time).
+UNCOUNTED = -1
+# The partial indexes on the rows still to count (migration 0011b_lazy_counts): the loader's
+# check must spell the condition exactly as the index does, literal included.
+UNCOUNTED_CONDITION = {column: f"{column} < 0" for column in TOKEN_COLUMNS.values()}
 
 
-def counts_for_message(message: Message) -> dict[str, int]:
-    """``{"tokens_estimate": …, "tokens_o200k": …, "tokens_cl100k": …}`` for one message."""
+def counts_for_message(message: Message, names: Collection[str] | None = None) -> dict[str, int]:
+    """``{"tokens_estimate": …, "tokens_o200k": …, "tokens_cl100k": …}`` for one message:
+    the estimate and the tokenizers in ``names`` (every one when ``None``) counted, the
+    others :data:`UNCOUNTED`."""
     return {
         column: engine_tokens.count_message(message, engine_tokens.get_tokenizer(name))
+        if names is None or name == "estimate" or name in names
+        else UNCOUNTED
         for name, column in TOKEN_COLUMNS.items()
     }
+
+
+#: How long :func:`tokenizers_in_use` trusts its last answer.  A stale answer costs nothing
+#: but a later count: a tokenizer a new profile uses is counted when first planned.
+IN_USE_SECONDS = 5.0
+_in_use: dict[str, tuple[float, frozenset[str]]] = {}
+
+
+def tokenizers_in_use(db: Session | Connection) -> frozenset[str]:
+    """The tokenizers to count at write time: the estimate and each one a profile names
+    (read at most every :data:`IN_USE_SECONDS` per database: every stored message asks)."""
+    connection = db.connection() if isinstance(db, Session) else db
+    key = str(connection.engine.url)
+    now = time.monotonic()
+    cached = _in_use.get(key)
+    if cached is not None and now - cached[0] < IN_USE_SECONDS:
+        return cached[1]
+    named = db.execute(select(ModelProfile.tokenizer).distinct()).scalars()
+    found = frozenset({"estimate", *(name for name in named if name in TOKEN_COLUMNS)})
+    _in_use[key] = (now, found)
+    return found
+
+
+def fill_uncounted(connection: Connection, conversation_id: str, column: str) -> int:
+    """Count the conversation's messages whose ``column`` is :data:`UNCOUNTED` and store the
+    counts (once: the next plan reads them); returns how many.  Free when there are none:
+    the partial index holds only such rows."""
+    if column == TOKEN_COLUMNS["estimate"] or column not in UNCOUNTED_CONDITION:
+        return 0
+    table: Any = MessageRow.__table__
+    rows = connection.execute(
+        select(table.c.num, table.c.role, table.c.content, table.c.tool_calls, table.c.tool_call_id)
+        .where(table.c.conversation_id == conversation_id)
+        .where(text(UNCOUNTED_CONDITION[column]))
+    ).all()
+    if not rows:
+        return 0
+    name = next(n for n, c in TOKEN_COLUMNS.items() if c == column)
+    tokenizer = engine_tokens.get_tokenizer(name)
+    connection.execute(
+        update(table).where(table.c.num == bindparam("k")).values({column: bindparam("t")}),
+        [{"k": row.num, "t": engine_tokens.count_message(_stored(row), tokenizer)} for row in rows],
+    )
+    return len(rows)
+
+
+def _stored(row: Any) -> Message:
+    return Message(
+        id=str(row.num),
+        role=row.role,
+        content=row.content or "",
+        tool_calls=tuple(
+            ToolCall(str(c.get("id", "")), str(c.get("name", "")), c.get("arguments", ""))
+            for c in row.tool_calls or ()
+            if isinstance(c, dict)
+        ),
+        tool_call_id=row.tool_call_id,
+    )
 
 
 def with_fresh_estimate(kept: dict[str, int], message: Message) -> dict[str, int]:

@@ -161,10 +161,11 @@ class TurnService:
 
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
-        # The BPE encodings load lazily (about a second): load them now, beside start-up, so
-        # the first turn's message count does not pay for it on the way to its first token.
+        # The BPE encodings load lazily (about a second): load the ones profiles use now,
+        # beside start-up, so the first turn's count does not pay for it on the way to its
+        # first token (one no profile uses is never loaded: some 85 MB each, issue 16).
         threading.Thread(
-            target=warm_tokenizers, name="chatmem-warm-tokenizers", daemon=True
+            target=warm_tokenizers, args=(self.db,), name="chatmem-warm-tokenizers", daemon=True
         ).start()
         await self.coordinator.start()
         await self.recover()
@@ -649,13 +650,18 @@ class TurnService:
         return live is not None and live.user_id == user_id
 
 
-def warm_tokenizers() -> None:
-    """Loads every tokenizer's encoding once (they are process-wide and cached)."""
+def warm_tokenizers(db: Database) -> None:
+    """Loads the encoding of every tokenizer a profile uses once (they are process-wide and
+    cached); one a profile takes up later loads on its first count."""
     from chatmem import context as engine
+    from chatmem.store.tokens import tokenizers_in_use
 
-    for name in engine.TOKENIZER_NAMES:
-        with contextlib.suppress(Exception):  # a broken encoding fails later, where it is used
-            engine.get_tokenizer(name).count("warm up")
+    with contextlib.suppress(Exception):  # a database not there yet: nothing to warm
+        with db.engine.connect() as connection:
+            names = tokenizers_in_use(connection)
+        for name in names:
+            with contextlib.suppress(Exception):  # a broken encoding fails where it is used
+                engine.get_tokenizer(name).count("warm up")
 
 
 # --- manual compaction (CTX-11, CTX-12) -----------------------------------------------------

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import pickle
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -50,7 +50,12 @@ from chatmem.store.tables.conversations import (
     MessageVersion,
     Summary,
 )
-from chatmem.store.tokens import counts_for_message, counts_for_text, with_fresh_estimate
+from chatmem.store.tokens import (
+    counts_for_message,
+    counts_for_text,
+    tokenizers_in_use,
+    with_fresh_estimate,
+)
 from chatmem.store.types import new_id, utcnow
 
 BATCH = 2_000
@@ -279,6 +284,7 @@ def _write(
             "mode": conversation.mode or "full",
             "profile_id": None,
             "instructions": str(conversation.extra.get("instructions", "")),
+            "recall": conversation.extra.get("recall"),  # issue 17
             "source": conversation.source_key[:300],
             "created_at": created,
             "updated_at": updated,
@@ -454,7 +460,11 @@ def file_rows(
 Prepared = tuple[ImportedConversation, dict[str, dict[str, Any]]]
 
 
-def prepare(conversation: ImportedConversation) -> Prepared:
+def prepare(
+    conversation: ImportedConversation, tokenizers: Collection[str] | None = None
+) -> Prepared:
+    """The conversation with its messages' counts: the estimate and ``tokenizers`` (the ones
+    profiles use; every one when ``None``), the others left to count when first planned."""
     counts = {
         m.id: {
             "tokens": counts_for_message(
@@ -464,7 +474,8 @@ def prepare(conversation: ImportedConversation) -> Prepared:
                     content=clean(m.content),
                     tool_calls=m.tool_calls,
                     tool_call_id=m.tool_call_id,
-                )
+                ),
+                tokenizers,
             )
         }
         for m in conversation.messages
@@ -497,9 +508,16 @@ def import_source(
     database — a malformed file is refused here, before any lock — then the spool is
     replayed into the database.  ``on_saving`` marks the switch (progress bars)."""
     fmt = sniff(source)
+    # Read on a connection of its own: the caller's transaction starts with the first row.
+    bind = session.get_bind()
+    if isinstance(bind, Engine):
+        with bind.connect() as connection:
+            tokenizers = tokenizers_in_use(connection)
+    else:
+        tokenizers = tokenizers_in_use(bind)
     with tempfile.TemporaryFile(prefix="chatmem-import-") as spool:
         for conversation in read_conversations(source, fmt, on_progress):
-            pickle.dump(prepare(conversation), spool, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(prepare(conversation, tokenizers), spool, protocol=pickle.HIGHEST_PROTOCOL)
         if on_saving is not None:
             on_saving()
         spool.seek(0)

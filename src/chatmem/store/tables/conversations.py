@@ -105,6 +105,16 @@ class Message(Base):
         UniqueConstraint("conversation_id", "seq", name="uq_messages_conversation_id_seq"),
         # Search: full-text hit (num) → conversation without reading the message row.
         Index("ix_messages_num_conversation", "num", "conversation_id"),
+        # Issue 16: exact counts left to count when first needed (chatmem.store.tokens).
+        *(
+            Index(
+                f"ix_messages_uncounted_{name}",
+                "conversation_id",
+                sqlite_where=text(f"tokens_{name} < 0"),
+                postgresql_where=text(f"tokens_{name} < 0"),
+            )
+            for name in ("o200k", "cl100k")
+        ),
         # PROJ-3: the few hidden versions of a conversation, found without touching the rest
         # (the engine loader skips them by arithmetic on ``seq``, chatmem.store.engine).
         Index(
