@@ -26,6 +26,7 @@ Every function takes ``now`` (UTC) for tests; callers in the app pass nothing.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -45,6 +46,8 @@ from chatmem.store.profiles import (
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.types import iso, utcnow
+
+log = logging.getLogger(__name__)
 
 #: A second extension request within this window is answered "already notified".
 EXTENSION_REPEAT_WINDOW = timedelta(hours=24)
@@ -276,6 +279,8 @@ def request_extension(session: Session, user_id: str, settings: Settings) -> dic
             "requested_at": iso(recent),
         }
     requested = runs.add_extension_request(session, user_id, reason)
+    # Administrators who watch the log see it too; the admin page lists it (USE-5).
+    log.info("user %s asks for more included usage (%s)", user_id, reason or "not used up")
     return {
         "notified": True,
         "already_notified": False,

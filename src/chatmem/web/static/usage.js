@@ -55,7 +55,8 @@
     const when = exhausted ? resetsAt() : "";
     const why = when ? t("Credits exhausted — resets {time}", { time: when }) : t("Credits exhausted");
     for (const option of modelSelect.options) {
-      const locked = exhausted && !!option.value && option.value !== fid;
+      // "Auto" stays open: the server answers it with the fallback (USE-4).
+      const locked = exhausted && !!option.value && option.value !== fid && option.value !== "auto";
       option.disabled = locked;
       option.textContent = option.textContent.replace(/^🔒 /, "");
       if (locked) {
