@@ -487,3 +487,36 @@ def test_langchain_tool_round_trip_in_one_conversation(w: World) -> None:
     same = ChatOpenAI(**base, default_headers={HEADER: conversation_id}).bind_tools([local_time])
     assert same.invoke(history).content == "It is noon in Oslo."
     assert roles(w.stored(conversation_id)) == ["user", "assistant", "tool", "assistant"]
+
+
+def test_a_regenerated_answer_is_matched_by_the_version_shown(w: World) -> None:
+    """The client saw the shown version only: its full history matches, nothing is stored
+    twice and no new conversation starts (hidden versions are not part of the history)."""
+    client = w.sdk()
+    w.model.reply("Blue.")
+    question = [{"role": "user", "content": "Pick a colour."}]
+    raw = client.chat.completions.with_raw_response.create(model="fake", messages=question)  # type: ignore[arg-type]
+    conversation_id = raw.headers[HEADER]
+    (asked, _answer) = w.stored(conversation_id)
+    w.model.reply("Green.")
+    redo = w.ann.post(f"/api/v1/conversations/{conversation_id}/messages/{asked['id']}/regenerate")
+    assert redo.status_code == 202, redo.text
+    with w.ann.stream("GET", f"/api/v1/runs/{redo.json()['run_id']}/events") as events:
+        assert any(line.startswith("event: done") for line in events.iter_lines())
+    history = [
+        *question,
+        {"role": "assistant", "content": "Green."},
+        {"role": "user", "content": "Why green?"},
+    ]
+    again = client.chat.completions.with_raw_response.create(
+        model="fake",
+        messages=history,  # type: ignore[arg-type]
+        extra_headers={HEADER: conversation_id},
+    )
+    assert again.headers[HEADER] == conversation_id
+    assert [m["content"] for m in w.stored(conversation_id)] == [
+        "Pick a colour.",
+        "Green.",
+        "Why green?",
+        DEFAULT_REPLY,
+    ]

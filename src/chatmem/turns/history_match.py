@@ -40,6 +40,7 @@ from sqlalchemy.orm import Session
 
 from chatmem.context.values import ToolCall
 from chatmem.store.db import connection_of
+from chatmem.store.engine import SHOWN
 from chatmem.store.tables.conversations import Message
 
 #: ``meta`` key marking a tool message as a client's tool result (it was sent, not made).
@@ -128,6 +129,8 @@ _ROWS = (Message.id, Message.role, Message.content, Message.tool_call_id, Messag
 def stored_view(session: Session | Connection, conversation_id: str) -> StoredView:
     """The conversation's messages as its client saw them (see :func:`client_view`)."""
     rows = connection_of(session).execute(
-        select(*_ROWS).where(Message.conversation_id == conversation_id).order_by(Message.seq)
+        select(*_ROWS)
+        .where(Message.conversation_id == conversation_id, SHOWN)  # what the client was shown
+        .order_by(Message.seq)
     )
     return client_view(list(rows))
