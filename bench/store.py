@@ -1,7 +1,8 @@
 """Benchmark of the storage room (issue 3): appends, planning from the database, list, search.
 
-* Append throughput: messages/s through ``append_message`` (token counts for all three
-  tokenizers computed at write time, one commit per message, as a turn does).
+* Append throughput: messages/s through ``append_message`` (the estimate counted at write
+  time — no profile names an exact tokenizer here, those are counted when first planned —
+  one commit per message, as a turn does).
 * Plan from the database: median of ``load_engine_conversation`` + ``plan`` on a
   10,000-message conversation (bar: 5 ms).
 * List and search: one user with 50,000 conversations and 1,000,000 messages on SQLite; the
@@ -230,7 +231,8 @@ def bench_append_and_plan() -> None:
         elapsed = time.perf_counter() - started
         print(
             f"sqlite append_message: {count / elapsed:.0f} messages/s "
-            f"({elapsed / count * 1000:.2f} ms each, 3 tokenizers, one commit each)",
+            f"({elapsed / count * 1000:.2f} ms each, counted with the estimate, no profile "
+            f"naming an exact tokenizer, one commit each; bar 1,000/s)",
             flush=True,
         )
 

@@ -347,8 +347,9 @@ def message_rows(
     cached: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Insert rows for the messages.  ``cached`` (by original message id: ``tokens``,
-    ``seq``, ``meta``) is trusted stored state — only our own hash-checked archives pass it;
-    everything else is numbered and counted here."""
+    ``seq``, ``meta``) is trusted stored state — only our own hash-checked archives pass it
+    (their estimate is counted again) — or ``counted``, the counts :func:`prepare` just
+    computed; everything else is numbered and counted here."""
     cached = cached or {}
     for seq, message in enumerate(conversation.messages, start=1):
         kept = cached.get(message.id) or {}
@@ -375,7 +376,9 @@ def message_rows(
             "hidden": message.hidden,
             "meta": kept.get("meta"),
             **(
-                with_fresh_estimate(kept["tokens"], value)
+                kept["counted"]  # by prepare(), moments ago: as they are
+                if kept.get("counted")
+                else with_fresh_estimate(kept["tokens"], value)
                 if kept.get("tokens")
                 else counts_for_message(value)
             ),
@@ -467,7 +470,7 @@ def prepare(
     profiles use; every one when ``None``), the others left to count when first planned."""
     counts = {
         m.id: {
-            "tokens": counts_for_message(
+            "counted": counts_for_message(
                 EngineMessage(
                     id=m.id,
                     role=m.role,
