@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
+from chatmem.store.db import connection_of
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import ModelProfile
@@ -24,6 +25,45 @@ from chatmem.store.tables.runs import ExtensionRequest, UsageRow
 from chatmem.store.types import iso
 
 EXTENSION_SCOPES = ("period", "permanent")
+
+
+# On every turn's way to its first token when the user has limits (USE-3): built once
+# (building a statement costs SQLAlchemy more than running it), run on the Core connection.
+_SINCE_SESSION = bindparam("session_since", type_=UsageRow.created_at.type)
+_SINCE_WEEK = bindparam("week_since", type_=UsageRow.created_at.type)
+_SPENT_IN_WINDOWS = select(
+    func.coalesce(func.sum(case((UsageRow.created_at >= _SINCE_SESSION, UsageRow.cost))), 0.0),
+    func.coalesce(func.sum(case((UsageRow.created_at >= _SINCE_WEEK, UsageRow.cost))), 0.0),
+).where(
+    UsageRow.user_id == bindparam("uid"),
+    UsageRow.created_at >= bindparam("since", type_=UsageRow.created_at.type),
+)
+_GRANTED = ExtensionRequest.amount_usd
+_PERMANENT = ExtensionRequest.scope == "permanent"
+_GRANTED_IN_WINDOWS = select(
+    func.coalesce(
+        func.sum(case((_PERMANENT | (ExtensionRequest.decided_at >= _SINCE_SESSION), _GRANTED))),
+        0.0,
+    ),
+    func.coalesce(
+        func.sum(case((_PERMANENT | (ExtensionRequest.decided_at >= _SINCE_WEEK), _GRANTED))),
+        0.0,
+    ),
+).where(ExtensionRequest.user_id == bindparam("uid"), ExtensionRequest.status == "granted")
+
+
+def window_sums(
+    session: Session | Connection, user_id: str, session_since: datetime, week_since: datetime
+) -> tuple[float, float, float, float]:
+    """Spent and granted in the session and the week windows, in two statements:
+    ``(session_spent, week_spent, session_granted, week_granted)``."""
+    connection = connection_of(session)
+    times = {"session_since": session_since, "week_since": week_since}
+    spent = connection.execute(
+        _SPENT_IN_WINDOWS, {**times, "uid": user_id, "since": min(session_since, week_since)}
+    ).one()
+    granted = connection.execute(_GRANTED_IN_WINDOWS, {**times, "uid": user_id}).one()
+    return float(spent[0]), float(spent[1]), float(granted[0]), float(granted[1])
 
 
 def costs_since(

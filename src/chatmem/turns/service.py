@@ -36,7 +36,7 @@ from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
-from chatmem.store.tables.conversations import Conversation, File
+from chatmem.store.tables.conversations import File
 from chatmem.store.types import new_id
 from chatmem.turns import recovery, usage
 from chatmem.turns.approvals import Approvals, Decision, decide
@@ -440,12 +440,7 @@ class TurnService:
     def _answerer(self, session: Any, user_id: str, conversation_id: str) -> usage.Answerer:
         """USE-3/USE-4: the profile that answers — the conversation's choice, unless it is
         locked (the fallback answers) or "Auto" (the best one allowed now)."""
-        chosen = session.scalar(
-            select(Conversation.profile_id).where(
-                Conversation.id == conversation_id, Conversation.user_id == user_id
-            )
-        )
-        return usage.answering_profile(session, user_id, chosen, self.settings)
+        return usage.turn_answerer(session, user_id, conversation_id, self.settings)
 
     def _admit_turn(
         self,

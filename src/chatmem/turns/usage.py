@@ -31,12 +31,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InsufficientCredits, InvalidInput
 from chatmem.settings import Settings
 from chatmem.store import runs, spending
+from chatmem.store.db import connection_of
 from chatmem.store.profiles import (
     AUTO_PROFILE,
     ProfileRecord,
@@ -44,6 +45,7 @@ from chatmem.store.profiles import (
     visible_profile,
 )
 from chatmem.store.tables.accounts import User
+from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.types import iso, utcnow
 
@@ -75,12 +77,27 @@ class Included:
         return self.session is not None or self.week is not None
 
 
-def included_usage(session: Session | Connection, user_id: str, settings: Settings) -> Included:
-    """The user's own limits where an administrator set them, else the deployment's."""
-    row = session.execute(
-        select(User.session_limit_usd, User.week_limit_usd).where(User.id == user_id)
-    ).first()
-    own_session, own_week = (row[0], row[1]) if row is not None else (None, None)
+_OWN_LIMITS = select(User.session_limit_usd, User.week_limit_usd).where(User.id == bindparam("uid"))
+# The chosen profile and the owner's limits in one read (every turn, USE-3/USE-4).
+_CHOICE = (
+    select(Conversation.profile_id, User.session_limit_usd, User.week_limit_usd)
+    .join(User, User.id == Conversation.user_id)
+    .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
+)
+
+
+def included_usage(
+    session: Session | Connection,
+    user_id: str,
+    settings: Settings,
+    own: tuple[float | None, float | None] | None = None,
+) -> Included:
+    """The user's own limits where an administrator set them (``own`` when already read),
+    else the deployment's."""
+    if own is None:
+        row = connection_of(session).execute(_OWN_LIMITS, {"uid": user_id}).first()
+        own = (row[0], row[1]) if row is not None else (None, None)
+    own_session, own_week = own
     hours = float(settings.usage_session_hours or 5.0)
     return Included(
         session=float(own_session) if own_session is not None else settings.usage_session_limit,
@@ -151,18 +168,26 @@ def _windows(
 
 
 def exhausted_by(
-    session: Session | Connection, user_id: str, settings: Settings, now: datetime | None = None
+    session: Session | Connection,
+    user_id: str,
+    settings: Settings,
+    now: datetime | None = None,
+    *,
+    limits: Included | None = None,
 ) -> str | None:
-    """``session`` or ``week`` when that included usage is used up, else None (one indexed
-    read when the user has no limits: this is on every turn's way to its first token)."""
-    limits = included_usage(session, user_id, settings)
+    """``session`` or ``week`` when that included usage is used up, else None.  On every
+    turn's way to its first token: no read at all when the user has no limits (``limits``
+    given), else two prepared statements."""
+    limits = limits or included_usage(session, user_id, settings)
     if not limits.limited:
         return None
     now = now or utcnow()
-    length = timedelta(hours=limits.session_hours)
-    if _window(session, user_id, limits.session, length, now).exhausted:
+    session_spent, week_spent, session_granted, week_granted = spending.window_sums(
+        session, user_id, now - timedelta(hours=limits.session_hours), now - WEEK
+    )
+    if limits.session is not None and session_spent >= limits.session + session_granted:
         return "session"
-    if _window(session, user_id, limits.week, WEEK, now).exhausted:
+    if limits.week is not None and week_spent >= limits.week + week_granted:
         return "week"
     return None
 
@@ -345,18 +370,33 @@ def resolve_auto_profile(
     return Answerer(ranked[0].id, "auto", ranked[0].name)
 
 
+def turn_answerer(
+    session: Session | Connection, user_id: str, conversation_id: str, settings: Settings
+) -> Answerer:
+    """:func:`answering_profile` for the user's conversation (its choice and the user's own
+    limits read together; a conversation that is not theirs has no choice, and the caller's
+    ownership check refuses it)."""
+    row = connection_of(session).execute(_CHOICE, {"cid": conversation_id, "uid": user_id}).first()
+    if row is None:
+        return Answerer(None)
+    limits = included_usage(session, user_id, settings, own=(row[1], row[2]))
+    return answering_profile(session, user_id, row[0], settings, limits=limits)
+
+
 def answering_profile(
     session: Session | Connection,
     user_id: str,
     chosen: str | None,
     settings: Settings,
     now: datetime | None = None,
+    *,
+    limits: Included | None = None,
 ) -> Answerer:
     """Which profile answers a turn on ``chosen`` (the conversation's profile id, ``auto`` or
     None): see the module docstring.  Enforced by the server, whatever the client shows."""
     if chosen == AUTO:
         return resolve_auto_profile(session, user_id, settings, now)
-    if chosen is None or exhausted_by(session, user_id, settings, now) is None:
+    if chosen is None or exhausted_by(session, user_id, settings, now, limits=limits) is None:
         return Answerer(chosen)
     fallback = settings.usage_fallback_profile_id
     if chosen == fallback:
