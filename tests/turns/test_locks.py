@@ -117,6 +117,12 @@ def test_auto_picks_the_best_ranked_model_the_user_may_use_now_USE_4(
     assert refused.json()["error"]["code"] == "invalid_input"
     _rank(turn_client, admin, basic, 2)
     _rank(turn_client, admin, premium, 1)
+    plan = turn_client.get(
+        f"/api/v1/conversations/{chat.conversation_id}/context",
+        params={"draft": "Hello"},
+        headers=chat.headers,
+    )
+    assert plan.status_code == 200 and plan.json()["price"]["free"] is False  # premium's
 
     model_server.reply("From premium.", usage=(1000, 100))
     run = chat.turn("Hello")
