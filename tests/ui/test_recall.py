@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
-from tests.ui.harness import Server, make_conversation, make_profile
+from tests.ui.harness import Server, make_conversation, make_profile, open_chat
 
 pytestmark = pytest.mark.browser
 
@@ -47,3 +47,27 @@ def test_a_recall_shows_as_a_look_up_of_earlier_messages(
     expect(alice.locator(".tool-call.recall summary")).to_have_text(
         "Looked up earlier messages: budget agreed"
     )
+
+
+def test_the_memory_window_switches_recall_and_the_tools_row_follows(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
+    with server.api("alice") as api:
+        profile = make_profile(api, model.base_url, "Switch model")
+        c = make_conversation(api, profile["id"], pairs=2, title="Switch", mode="full")
+    open_chat(alice, server, c)
+    alice.locator("#counter").click()
+    dialog = alice.get_by_role("dialog")
+    switch = dialog.get_by_label("Let the model look up earlier messages word for word (recall)")
+    tools = dialog.locator("tr[data-key=tools] td")
+    expect(switch).to_be_checked()  # on by default in Everything
+    expect(tools).not_to_have_text("0")
+    switch.uncheck()
+    expect(tools).to_have_text("0")
+    with server.api("alice") as api:
+        assert api.get(f"/api/v1/conversations/{c['id']}").json()["recall"] is False
+    alice.reload()
+    alice.locator("#counter").click()
+    expect(switch).not_to_be_checked()
+    switch.check()
+    expect(tools).not_to_have_text("0")

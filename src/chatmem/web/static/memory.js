@@ -35,6 +35,7 @@
   const state = {
     conversationId: "", profile: null, mode: "full", plan: null, draft: "", files: [], seq: 0,
     compressing: false, summary: null,
+    recall: undefined, // issue 17: the conversation's own recall switch once read (null: default)
   };
 
   const num = (x) => typeof x === "number" && isFinite(x);
@@ -116,6 +117,7 @@
     document.getElementById("mw-mode").textContent = MODE_NAMES[plan.mode] || plan.mode;
     document.getElementById("mw-change").hidden = noMemory;
     document.getElementById("mw-stateless").hidden = !noMemory;
+    renderRecall(plan);
     // A plan that overflows but will compact first is sent after compaction (CTX-19): the
     // compression line above says so; "does not fit" is for what compaction cannot save.
     document.getElementById("mw-does-not-fit").hidden = plan.fits !== false || !!comp.needed;
@@ -123,6 +125,44 @@
     renderCompressButton();
     renderFiles(plan);
   }
+
+  /* Issue 17: recall, as it is for this conversation — its own choice, else its profile's,
+     else on in Economy and Everything. */
+  function renderRecall(plan) {
+    const line = document.getElementById("mw-recall-line");
+    line.hidden = !state.conversationId || state.recall === undefined || stateless();
+    if (line.hidden) return;
+    const own = state.recall;
+    const profile = state.profile ? state.profile.recall : null;
+    document.getElementById("mw-recall").checked =
+      own !== null ? own : profile !== null && profile !== undefined ? profile : plan.mode === "economy" || plan.mode === "full";
+  }
+
+  async function loadRecall() {
+    const id = state.conversationId;
+    if (!id) return;
+    try {
+      const c = await api("GET", "/api/v1/conversations/" + id);
+      if (id !== state.conversationId) return;
+      state.recall = c.recall === undefined ? null : c.recall;
+      if (state.plan) renderRecall(state.plan);
+    } catch (_) { /* the switch stays hidden */ }
+  }
+
+  document.getElementById("mw-recall").addEventListener("change", async (event) => {
+    const box = event.target;
+    box.disabled = true;
+    try {
+      const c = await api("PATCH", "/api/v1/conversations/" + state.conversationId, { recall: box.checked });
+      state.recall = c.recall;
+      refreshNow(); // the Tools row follows
+    } catch (err) {
+      box.checked = !box.checked;
+      toast(err.message);
+    } finally {
+      box.disabled = false;
+    }
+  });
 
   /* What the window offers beside the plan: files, Compress now and Continue in a new chat
      need a conversation; a model that does not remember (CTX-7) has nothing to compress;
@@ -377,8 +417,8 @@
     setConversation(id) {
       if (id && id === state.conversationId) return; // already showing this conversation
       state.conversationId = id; state.files = []; state.plan = null; state.summary = null;
-      state.compactionPrice = null;
-      renderSections(); refreshNow(); loadFiles();
+      state.compactionPrice = null; state.recall = undefined;
+      renderSections(); refreshNow(); loadFiles(); loadRecall();
     },
     /* The chosen model, and for a chat not created yet its memory mode (a conversation's
        own mode is the server's): a new chat plans with them. */
