@@ -71,3 +71,27 @@ def test_the_memory_window_switches_recall_and_the_tools_row_follows(
     expect(switch).not_to_be_checked()
     switch.check()
     expect(tools).not_to_have_text("0")
+
+
+def test_the_profile_editor_sets_the_profiles_recall(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
+    with server.api("alice") as api:
+        profile = make_profile(api, model.base_url, "Editor model")
+    alice.goto(server.url + "/profiles")
+    row = alice.locator(f"li[data-id='{profile['id']}']")
+    row.get_by_role("button", name="Edit").click()
+    choice = alice.get_by_label("Recall: the model looks up earlier messages word for word")
+    expect(choice).to_have_value("")
+    choice.select_option(label="Never")
+    alice.get_by_role("button", name="Save").click()
+    expect(alice.locator("#profile-form")).to_be_hidden()
+    with server.api("alice") as api:
+        assert api.get(f"/api/v1/profiles/{profile['id']}").json()["recall"] is False
+    row.get_by_role("button", name="Edit").click()
+    expect(choice).to_have_value("off")
+    choice.select_option(label="In Economy and Everything (default)")
+    alice.get_by_role("button", name="Save").click()
+    expect(alice.locator("#profile-form")).to_be_hidden()
+    with server.api("alice") as api:
+        assert api.get(f"/api/v1/profiles/{profile['id']}").json()["recall"] is None

@@ -115,6 +115,8 @@
     $("pf-free").checked = !!(p && isFree(p));
     $("pf-stateless").checked = !!(p && p.stateless);
     $("pf-accepts-images").checked = !!(p && p.accepts_images);
+    // Issue 17: recall — empty follows the memory mode (null), else always or never.
+    $("pf-recall").value = p && p.recall === true ? "on" : p && p.recall === false ? "off" : "";
     $("pf-name").focus();
   }
 
@@ -137,6 +139,7 @@
       stateless: $("pf-stateless").checked,
       accepts_images: $("pf-accepts-images").checked,
       free: $("pf-free").checked,
+      recall: { on: true, off: false }[$("pf-recall").value] ?? null,
     };
     // Empty answer reserve: automatic (a change sends null to return to it).
     if ($("pf-reserve").value !== "") body.answer_reserve = Number($("pf-reserve").value);
