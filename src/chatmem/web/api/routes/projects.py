@@ -89,7 +89,30 @@ def project_conversations(project_id: str, user: CurrentUser, session: DbSession
     }
 
 
-@router.post("/api/v1/projects/{project_id}/files", status_code=201)
+class ProjectFileCreate(Body):
+    name: str
+    content: str
+
+
+# The body is read by hand (two content types), so /openapi.json is told what it is.
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": ProjectFileCreate.model_json_schema()},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {"file": {"type": "string", "format": "binary"}},
+                }
+            },
+        },
+    }
+}
+
+
+@router.post("/api/v1/projects/{project_id}/files", status_code=201, openapi_extra=_UPLOAD_BODY)
 async def upload_project_file(
     project_id: str, request: Request, user: CurrentUser, session: DbSession
 ) -> dict[str, Any]:
