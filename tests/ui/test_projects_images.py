@@ -46,6 +46,7 @@ def test_a_project_from_the_sidebar_and_a_new_chat_in_it(
     alice.get_by_role("link", name="New chat in this project").click()
     alice.wait_for_selector("#draft")
     expect(alice.locator("#project-list")).to_contain_text("Handbook")
+    expect(alice.locator("#chat-title")).to_have_text("New chat in Handbook")
 
     alice.locator("#model-select").select_option(vision["id"])
     model.reply("Noted, editor here.")
@@ -84,6 +85,11 @@ def test_an_image_in_the_feed_and_in_the_images_row(
     image = alice.locator(".message.role-user figure.attached-image img")
     expect(image).to_be_visible()
     expect(image).to_have_attribute("alt", "sunset.png")
+    # The browser loaded the bytes (the owner-only content URL) and they are the picture.
+    alice.wait_for_function(
+        "() => { const i = document.querySelector('.role-user figure.attached-image img');"
+        " return i && i.complete && i.naturalWidth > 0; }"
+    )
     assert alice.evaluate("(img) => img.naturalWidth", image.element_handle()) == 1024
     save_screenshot(alice, "images.png", readme=True)
 

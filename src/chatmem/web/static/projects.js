@@ -31,7 +31,10 @@
 
   async function load() {
     try { state.projects = items(await api("GET", "/api/v1/projects"), "projects"); render(); }
-    catch (err) { toast(err.message); }
+    catch (err) { toast(err.message); return; }
+    // A new chat opened from a project says which one it will be created in.
+    const chosen = !state.conversation && state.projects.find((p) => p.id === fromUrl);
+    if (chosen) document.getElementById("chat-title").textContent = t("New chat in {project}", { project: chosen.name });
   }
 
   function renderFiles(project) {
