@@ -66,3 +66,7 @@ _._mcp_sync
 
 # i18n (PROJ-4): read by templates/base.html (the page's catalog for static/i18n.js).
 _.js_catalog
+
+# store/search (issue 16): one conversation's messages by text, for the recall tool (issue 17)
+# and tests; the conversation list uses the same indexes through search_condition.
+_.search_messages
