@@ -45,3 +45,51 @@ def test_postgres_urls_are_normalised_to_psycopg() -> None:
     assert normalize_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
     assert normalize_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
     assert normalize_url("sqlite:///x.db") == "sqlite:///x.db"
+
+
+def test_upgrading_a_populated_sqlite_database_keeps_every_row(tmp_path: Path) -> None:
+    """An upgrade from the last released revision loses nothing.  On SQLite a batch
+    "recreate" drops the old table first, and with foreign keys on, dropping ``users`` deletes
+    every conversation (ON DELETE CASCADE): migrations add columns in place instead."""
+    from alembic import command
+    from sqlalchemy import text
+
+    from chatmem.store.migrations import alembic_config
+
+    db = Database(f"sqlite:///{tmp_path}/old.db")
+
+    def upgrade(revision: str) -> None:
+        with db.engine.begin() as connection:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+
+    upgrade("0007_attachments_recount")
+    then = "'2026-01-01 00:00:00'"
+    with db.engine.begin() as c:
+        c.execute(
+            text(
+                "INSERT INTO users (id, name, password_hash, is_admin, evicted_conversations, "
+                f"evicted_messages, created_at) VALUES ('u1', 'ann', 'x', 0, 0, 0, {then})"
+            )
+        )
+        c.execute(
+            text(
+                "INSERT INTO conversations (id, user_id, title, pinned, mode, instructions, "
+                f"created_at, updated_at, last_active_at) VALUES ('c1', 'u1', 'Kept', 0, "
+                f"'full', '', {then}, {then}, {then})"
+            )
+        )
+        c.execute(
+            text(
+                "INSERT INTO messages (id, conversation_id, seq, role, content, created_at, "
+                "tokens_estimate, tokens_o200k, tokens_cl100k, excluded) VALUES ('m1', 'c1', "
+                f"1, 'user', 'Still here', {then}, 3, 3, 3, 0)"
+            )
+        )
+    db.migrate()
+    with db.engine.connect() as c:
+        assert c.execute(text("SELECT title FROM conversations")).scalars().all() == ["Kept"]
+        assert c.execute(text("SELECT content FROM messages")).scalars().all() == ["Still here"]
+        assert c.execute(text("SELECT name FROM users")).scalars().all() == ["ann"]
+    db.dispose()

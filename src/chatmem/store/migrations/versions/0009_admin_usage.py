@@ -32,23 +32,24 @@ REQUEST_COLUMNS = (
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("users") as batch:
-        batch.add_column(
-            sa.Column("disabled", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
-        batch.add_column(sa.Column("session_limit_usd", sa.Float(), nullable=True))
-        batch.add_column(sa.Column("week_limit_usd", sa.Float(), nullable=True))
-    with op.batch_alter_table("extension_requests") as batch:
-        batch.add_column(
-            sa.Column("status", sa.String(16), nullable=False, server_default="pending")
-        )
-        for name, type_ in REQUEST_COLUMNS:
-            batch.add_column(sa.Column(name, type_, nullable=True))
-    with op.batch_alter_table("runs") as batch:
-        batch.add_column(sa.Column("answered_by", sa.String(64), nullable=True))
-        batch.add_column(sa.Column("answered_reason", sa.String(32), nullable=True))
-    with op.batch_alter_table("profiles") as batch:
-        batch.add_column(sa.Column("auto_rank", sa.Integer(), nullable=True))
+    # Plain ADD COLUMNs, never a batch "recreate": on SQLite a rebuilt ``users`` table is
+    # dropped first, and with foreign keys on that DROP deletes every user's conversations
+    # (ON DELETE CASCADE).  Each new column is nullable or has a constant default, which
+    # SQLite's ALTER TABLE ADD COLUMN takes as it is.
+    op.add_column(
+        "users", sa.Column("disabled", sa.Boolean(), nullable=False, server_default=sa.false())
+    )
+    op.add_column("users", sa.Column("session_limit_usd", sa.Float(), nullable=True))
+    op.add_column("users", sa.Column("week_limit_usd", sa.Float(), nullable=True))
+    op.add_column(
+        "extension_requests",
+        sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
+    )
+    for name, type_ in REQUEST_COLUMNS:
+        op.add_column("extension_requests", sa.Column(name, type_, nullable=True))
+    op.add_column("runs", sa.Column("answered_by", sa.String(64), nullable=True))
+    op.add_column("runs", sa.Column("answered_reason", sa.String(32), nullable=True))
+    op.add_column("profiles", sa.Column("auto_rank", sa.Integer(), nullable=True))
     op.create_table(
         "admin_actions",
         sa.Column("id", sa.String(32), primary_key=True),
