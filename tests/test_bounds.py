@@ -88,6 +88,14 @@ def test_the_scanner_bounds_strings_and_sees_top_keys_and_nul(value: Any, cuts: 
         assert scanner.saw_nul
 
 
+def test_a_value_string_never_reads_as_a_top_key() -> None:
+    # The closing quote of "][\\n" and the opening quote of ":" look like a string ", "
+    # followed by a colon to a search that may start anywhere.
+    keys: list[str] = []
+    JsonScanner(Bounds(), on_top_key=keys.append).feed(b'{"": "][\\n", ":": null}')
+    assert keys == ["", ":"]
+
+
 def test_a_nul_escape_cut_into_single_bytes_is_seen() -> None:
     scanner = JsonScanner(Bounds())
     for byte in b'["\\u0000"]':

@@ -51,7 +51,9 @@ _STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 # this chunk goes (stopping before a trailing backslash whose escaped byte comes next).
 _STRING_REST = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 _STRING_PART = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
-_KEY = re.compile(rb'("[^"\\]*+(?:\\.[^"\\]*+)*+")\s*+:', re.DOTALL)
+# The top object's kept bytes read token by token from the start — a whole string (a key
+# when a colon follows) or a run of other bytes — so a search never starts inside a string.
+_TOP_TOKEN = re.compile(rb'("[^"\\]*+(?:\\.[^"\\]*+)*+")(\s*+:)?|[^"]++', re.DOTALL)
 _OPEN = frozenset(b"[{")
 _TOP_BUFFER = 64 * 1024
 _QUOTE = ord('"')
@@ -206,7 +208,9 @@ class JsonScanner:
     def _report_top_keys(self, *, final: bool) -> None:
         assert self.on_top_key is not None
         kept = 0
-        for match in _KEY.finditer(self._top):
+        for match in _TOP_TOKEN.finditer(self._top):
+            if match.group(2) is None:
+                continue  # a value, or bytes between tokens
             kept = match.end()
             try:
                 key = json.loads(match.group(1))
