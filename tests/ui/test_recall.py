@@ -58,7 +58,7 @@ def test_the_memory_window_switches_recall_and_the_tools_row_follows(
     open_chat(alice, server, c)
     alice.locator("#counter").click()
     dialog = alice.get_by_role("dialog")
-    switch = dialog.get_by_label("Let the model look up earlier messages word for word (recall)")
+    switch = dialog.get_by_label("Recall: look up earlier messages word for word")
     tools = dialog.locator("tr[data-key=tools] td")
     expect(switch).to_be_checked()  # on by default in Everything
     expect(tools).not_to_have_text("0")
