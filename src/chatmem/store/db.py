@@ -201,7 +201,7 @@ class Database:
                 )
             config = alembic_config()
             config.attributes["connection"] = connection
-            command.upgrade(config, "heads")
+            command.upgrade(config, "head")
 
     def current_revision(self) -> str | None:
         with self.engine.connect() as connection:

@@ -10,7 +10,7 @@
 - ``admin_actions``: every administrator's action, with who and when.
 
 Revision ID: 0009_admin_usage
-Revises: 0007_attachments_recount
+Revises: 0008_message_versions
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0009_admin_usage"
-down_revision = "0007_attachments_recount"
+down_revision = "0008_message_versions"
 branch_labels = None
 depends_on = None
 

@@ -7,7 +7,7 @@
 * ``files.width`` and ``files.height``: an image's size in pixels, read from its header.
 
 Revision ID: 0010_projects_images
-Revises: 0007_attachments_recount
+Revises: 0009_admin_usage
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010_projects_images"
-down_revision = "0007_attachments_recount"
+down_revision = "0009_admin_usage"
 branch_labels = None
 depends_on = None
 

@@ -16,7 +16,7 @@ match like message content — every word, the last one as a prefix — from an 
 ``ix_conversations_title`` (the index the substring scan read) goes.
 
 Revision ID: 0011_search_index
-Revises: 0007_attachments_recount
+Revises: 0010b_image_tokens
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0011_search_index"
-down_revision = "0007_attachments_recount"
+down_revision = "0010b_image_tokens"
 branch_labels = None
 depends_on = None
 

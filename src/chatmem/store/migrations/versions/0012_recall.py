@@ -5,7 +5,7 @@
   true or false is the user's choice.  The conversation's choice wins over its profile's.
 
 Revision ID: 0012_recall
-Revises: 0007_attachments_recount
+Revises: 0011b_lazy_counts
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012_recall"
-down_revision = "0007_attachments_recount"
+down_revision = "0011b_lazy_counts"
 branch_labels = None
 depends_on = None
 

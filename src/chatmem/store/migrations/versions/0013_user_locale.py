@@ -4,7 +4,7 @@
   means the browser's ``Accept-Language`` decides.
 
 Revision ID: 0013_user_locale
-Revises: 0007_attachments_recount
+Revises: 0012_recall
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013_user_locale"
-down_revision = "0007_attachments_recount"
+down_revision = "0012_recall"
 branch_labels = None
 depends_on = None
 
