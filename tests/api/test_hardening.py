@@ -195,3 +195,15 @@ def test_a_state_directory_readable_by_others_is_reported_at_start(
     with TestClient(create_app(settings)):
         pass
     assert "readable by other local users" not in caplog.text
+
+
+def test_the_language_catalog_cannot_close_its_script_element() -> None:
+    import json
+    from gettext import NullTranslations
+
+    from chatmem.web.i18n import Language
+
+    hostile = "</script><script>alert(1)</script>"
+    block = Language("en", NullTranslations(), {"Send": hostile}).js_catalog
+    assert "</" not in block and "<script" not in block
+    assert json.loads(block)["messages"]["Send"] == hostile
