@@ -4,13 +4,13 @@ the warning with "Request extension" (USE-2, USE-3)."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
+from tests.support.runs import finished_run
 from tests.ui.harness import Server, make_conversation, make_profile, start_server
 
 pytestmark = pytest.mark.browser
@@ -52,10 +52,7 @@ def _spend(server: Server, model: FakeModelServer) -> None:
         c = make_conversation(api, premium["id"], title="Costly")
         model.reply("An expensive answer.", usage=(1000, 1000))
         run = api.post(f"/api/v1/conversations/{c['id']}/turns", json={"content": "Spend"}).json()
-        for _ in range(100):
-            if api.get(f"/api/v1/runs/{run['run_id']}").json()["status"] != "running":
-                break
-            time.sleep(0.1)
+        finished_run(api, run["run_id"])
         assert api.get("/api/v1/usage").json()["exhausted"] is True
 
 

@@ -4,13 +4,13 @@ spending per model, an extension granted on the admin page and the user's ring d
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
+from tests.support.runs import finished_run
 from tests.ui.conftest import _open_page, sign_in
 from tests.ui.harness import (
     ConsoleErrors,
@@ -66,10 +66,7 @@ def _spend(server: Server, model: FakeModelServer) -> None:
         c = make_conversation(api, premium["id"], title="Costly question")
         model.reply("An expensive answer.", usage=(1000, 1000))
         run = api.post(f"/api/v1/conversations/{c['id']}/turns", json={"content": "Spend"}).json()
-        for _ in range(100):
-            if api.get(f"/api/v1/runs/{run['run_id']}").json()["status"] != "running":
-                break
-            time.sleep(0.1)
+        finished_run(api, run["run_id"])
         assert api.get("/api/v1/usage").json()["exhausted"] is True
 
 
@@ -114,11 +111,7 @@ def test_use4_a_locked_models_turn_is_answered_by_the_fallback_and_the_feed_says
         c = make_conversation(api, premium["id"], title="Locked model")
         model.reply("The fallback answers.")
         run = api.post(f"/api/v1/conversations/{c['id']}/turns", json={"content": "Hi"}).json()
-        for _ in range(100):
-            done = api.get(f"/api/v1/runs/{run['run_id']}").json()
-            if done["status"] != "running":
-                break
-            time.sleep(0.1)
+        done = finished_run(api, run["run_id"])
         assert done["answered_reason"] == "credits_exhausted"
     open_chat(alice, server, c)
     answer = alice.locator("#messages .message.role-assistant").last
