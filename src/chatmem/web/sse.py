@@ -4,7 +4,8 @@ events served as one (:func:`follow`)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -13,6 +14,8 @@ from chatmem.turns.events import RunEvent
 
 #: Seconds of silence on an events stream before a keep-alive comment.
 KEEPALIVE_SECONDS = 15.0
+#: An SSE comment: clients (browsers, OpenAI's SDKs) skip it.
+KEEPALIVE = ": keep-alive\n\n"
 
 
 class EventStreamResponse(StreamingResponse):
@@ -48,6 +51,45 @@ class EventStreamResponse(StreamingResponse):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+async def batches(events: AsyncIterator[RunEvent]) -> AsyncGenerator[list[RunEvent], None]:
+    """``events`` in batches: every event already waiting leaves together (a stored batch is
+    published at once: one write for the lot, not one per token), and an empty batch marks
+    :data:`KEEPALIVE_SECONDS` of silence (send :data:`KEEPALIVE`).  A pump task feeds a
+    queue, so the silence never cancels the event iterator; it stops when this does."""
+    queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for event in events:
+                await queue.put(event)
+        finally:
+            await queue.put(None)
+
+    task = asyncio.create_task(pump())
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(KEEPALIVE_SECONDS):
+                    item = await queue.get()
+            except TimeoutError:
+                yield []
+                continue
+            batch: list[RunEvent] = []
+            while item is not None:
+                batch.append(item)
+                if queue.empty():
+                    break
+                item = queue.get_nowait()
+            if batch:
+                yield batch
+            if item is None:
+                return
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def follow(
     events: AsyncIterator[RunEvent], headers: Mapping[str, str] | None = None
 ) -> EventStreamResponse:
@@ -59,40 +101,9 @@ async def follow(
     async def stream() -> AsyncIterator[str]:
         if first is None or first.terminal:
             return
-        # A pump task feeds a queue so a quiet stretch can send keep-alive comments without
-        # cancelling the event iterator.
-        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-
-        async def pump() -> None:
-            try:
-                async for event in events:
-                    await queue.put(event)
-            finally:
-                await queue.put(None)
-
-        task = asyncio.create_task(pump())
-        try:
-            while True:
-                try:
-                    async with asyncio.timeout(KEEPALIVE_SECONDS):
-                        item = await queue.get()
-                except TimeoutError:
-                    yield ": keep-alive\n\n"
-                    continue
-                # Every event already waiting leaves in the same write (a stored batch is
-                # published at once): one send for the lot, not one per token.
-                frames: list[str] = []
-                while item is not None:
-                    frames.append(item.sse())
-                    if queue.empty():
-                        break
-                    item = queue.get_nowait()
-                if frames:
-                    yield "".join(frames)
-                if item is None:
-                    return
-        finally:
-            task.cancel()
+        async with contextlib.aclosing(batches(events)) as waiting:
+            async for batch in waiting:
+                yield "".join(event.sse() for event in batch) if batch else KEEPALIVE
 
     return EventStreamResponse(
         first.sse() if first is not None else None,

@@ -10,7 +10,6 @@ none was named or the client's history diverged from the stored one.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any, cast
@@ -29,7 +28,7 @@ from chatmem.web.errors import STATUS_BY_CODE
 from chatmem.web.openai_compat.answers import Answer, first_shown, shown
 from chatmem.web.openai_compat.errors import openai_error
 from chatmem.web.openai_compat.schemas import ChatCompletionRequest
-from chatmem.web.sse import KEEPALIVE_SECONDS, EventStreamResponse
+from chatmem.web.sse import KEEPALIVE, EventStreamResponse, batches
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 
@@ -108,34 +107,20 @@ async def chat_completions(
         if first.terminal:
             await events.aclose()
             return
-        # A pump feeds a queue so a quiet stretch (a long tool call, a compaction) sends SSE
-        # comments — which OpenAI's clients skip — without cancelling the event iterator.
-        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-
-        async def pump() -> None:
-            try:
-                async for event in events:
-                    await queue.put(event)
-            finally:
-                await queue.put(None)
-
-        task = asyncio.create_task(pump())
         try:
-            while True:
-                try:
-                    async with asyncio.timeout(KEEPALIVE_SECONDS):
-                        item = await queue.get()
-                except TimeoutError:
-                    yield ": keep-alive\n\n"
-                    continue
-                if item is None:
-                    return
-                if shown(item):
-                    yield answer.frames(item, include_usage=body.include_usage)
+            async with contextlib.aclosing(batches(events)) as waiting:
+                async for batch in waiting:
+                    if not batch:
+                        yield KEEPALIVE  # OpenAI's clients skip SSE comments
+                        continue
+                    frames = "".join(
+                        answer.frames(event, include_usage=body.include_usage)
+                        for event in batch
+                        if shown(event)
+                    )
+                    if frames:
+                        yield frames
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             await events.aclose()
 
     return EventStreamResponse(
