@@ -21,21 +21,24 @@ figures.  Exit status 1 when a SQLite bar is missed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
+
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
+from tests.support.served import PostgresUnreachable, throwaway_postgres
 
 from chatmem.store.conversations import list_conversations
-from chatmem.store.db import Database, normalize_url
+from chatmem.store.db import Database
 from chatmem.store.migrations import alembic_config
 from chatmem.store.search import fts5_query, tsquery
 from chatmem.store.tables.accounts import User
@@ -164,16 +167,13 @@ def bench_postgres() -> None:
     if PG_CONVERSATIONS <= 0:
         print("postgresql: skipped (CHATMEM_BENCH_PG_CONVERSATIONS=0)")
         return
-    name = f"chatmem_bench_{uuid.uuid4().hex[:8]}"
-    try:
-        admin = create_engine(normalize_url(PG_URL), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:
-        print(f"postgresql: skipped ({type(exc).__name__}: unreachable at {PG_URL})")
-        return
-    try:
-        db = Database(PG_URL.rsplit("/", 1)[0] + f"/{name}")
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(throwaway_postgres(PG_URL, "chatmem_bench"))
+        except PostgresUnreachable as exc:
+            print(f"postgresql: skipped ({exc})")
+            return
+        db = Database(url)
         db.migrate()
         started = time.perf_counter()
         build_fixture(db, PG_CONVERSATIONS, 20)
@@ -197,10 +197,6 @@ def bench_postgres() -> None:
                 enforce=False,
             )
         db.dispose()
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def main() -> int:

@@ -18,6 +18,7 @@ Exit status 1 when a bar is missed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import statistics
@@ -29,12 +30,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import create_engine, insert, text
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
+
+from sqlalchemy import insert, text
+from tests.support.served import PostgresUnreachable, throwaway_postgres
 
 from chatmem.context import Profile, plan
 from chatmem.store import accounts
 from chatmem.store.conversations import create_conversation, list_conversations
-from chatmem.store.db import Database, normalize_url
+from chatmem.store.db import Database
 from chatmem.store.engine import load_engine_conversation
 from chatmem.store.messages import append_message
 from chatmem.store.quotas import UNLIMITED
@@ -293,16 +297,13 @@ def bench_append_and_plan() -> None:
 
 
 def bench_postgres() -> None:
-    name = f"chatmem_bench_{uuid.uuid4().hex[:8]}"
-    try:
-        admin = create_engine(normalize_url(PG_URL), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:
-        print(f"postgresql: skipped ({type(exc).__name__}: unreachable at {PG_URL})")
-        return
-    try:
-        db = Database(PG_URL.rsplit("/", 1)[0] + f"/{name}")
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(throwaway_postgres(PG_URL, "chatmem_bench"))
+        except PostgresUnreachable as exc:
+            print(f"postgresql: skipped ({exc})")
+            return
+        db = Database(url)
         db.migrate()
         started = time.perf_counter()
         user_id = build_fixture(db, 5_000, 20)
@@ -315,10 +316,6 @@ def bench_postgres() -> None:
         )
         measure_list_and_search(db, user_id, "postgresql 5k/100k")
         db.dispose()
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def main() -> int:
