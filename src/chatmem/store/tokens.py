@@ -94,6 +94,8 @@ def fill_uncounted(connection: Connection, conversation_id: str, column: str) ->
 
 
 def _stored(row: Any) -> Message:
+    """A stored message row (``num``, ``role``, ``content``, ``tool_calls``,
+    ``tool_call_id``) as the engine counts it."""
     return Message(
         id=str(row.num),
         role=row.role,
@@ -162,18 +164,7 @@ def recount_estimates(connection: Any, batch: int = RECOUNT_BATCH) -> dict[str, 
         last = rows[-1].num
         updates = []
         for row in rows:
-            value = Message(
-                id=row.id,
-                role=row.role,
-                content=row.content or "",
-                tool_calls=tuple(
-                    ToolCall(str(c.get("id", "")), str(c.get("name", "")), c.get("arguments", ""))
-                    for c in row.tool_calls or ()
-                    if isinstance(c, dict)
-                ),
-                tool_call_id=row.tool_call_id,
-            )
-            tokens = engine_tokens.count_message(value, estimate)
+            tokens = engine_tokens.count_message(_stored(row), estimate)
             if tokens != row.tokens_estimate:
                 updates.append({"k": row.num, "t": tokens})
         if updates:
