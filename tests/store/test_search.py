@@ -3,6 +3,8 @@ indexes, kept in step with every write; search of one conversation's messages.""
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,13 +15,15 @@ from sqlalchemy import Connection, delete, text, update
 from chatmem.store import accounts
 from chatmem.store.conversations import create_conversation, list_conversations
 from chatmem.store.db import Database
+from chatmem.store.exchange.importer import import_source
+from chatmem.store.exchange.source import ImportSource
 from chatmem.store.messages import append_message
 from chatmem.store.migrations import alembic_config
 from chatmem.store.quotas import UNLIMITED
-from chatmem.store.search import search_messages
+from chatmem.store.search import BULK_INDEX_ROWS, insert_messages, search_messages
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
-from chatmem.store.types import utcnow
+from chatmem.store.types import new_id, utcnow
 
 
 @pytest.fixture
@@ -113,6 +117,116 @@ def test_search_messages_of_one_conversation(db: Database) -> None:
         ]
         assert len(search_messages(session, one_id, "budget", limit=1)) == 1
         assert search_messages(session, one_id, "...") == []
+
+
+def _chatgpt_export(conversations: int, turns: int) -> bytes:
+    """A ChatGPT export: conversation ``i``'s messages say ``note<i>`` (and the even ones
+    ``volcano``)."""
+    items = []
+    for i in range(conversations):
+        mapping: dict[str, dict[str, object]] = {"root": {"message": None, "children": []}}
+        parent = "root"
+        for turn in range(turns):
+            words = f"note{i} turn {turn}" + (" volcano" if i % 2 == 0 else "")
+            mapping[f"n{turn}"] = {
+                "parent": parent,
+                "children": [],
+                "message": {
+                    "id": f"m{i}-{turn}",
+                    "author": {"role": "user" if turn % 2 == 0 else "assistant"},
+                    "content": {"content_type": "text", "parts": [words]},
+                },
+            }
+            parent = f"n{turn}"
+        items.append(
+            {"id": f"c{i}", "title": f"Chat {i}", "current_node": parent, "mapping": mapping}
+        )
+    return json.dumps(items).encode()
+
+
+def _index_is_exact(db: Database) -> None:
+    """SQLite: the FTS5 index holds exactly the table's rows, and the trigger is back."""
+    if not db.is_sqlite:
+        return
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql(  # rank 1: checked against the table's rows too
+            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"
+        )
+        assert (
+            conn.exec_driver_sql(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_fts_ai'"
+            ).scalar()
+            == 1
+        )
+
+
+def test_a_bulk_import_is_indexed_exactly(db: Database) -> None:
+    """Imports insert messages in batches with the index filled in one statement per batch
+    (issue 16): every imported message is found, nothing else, and the index follows later
+    writes (the per-message path is back)."""
+    conversations, turns = 40, 10
+    assert conversations * turns > BULK_INDEX_ROWS  # the bulk path, not the trigger's
+    with db.session() as session:
+        ann = accounts.create_user(session, "ann")
+        before = create_conversation(session, ann, UNLIMITED, title="Before")
+        append_message(session, before, "user", "A volcano written before the import.")
+        ann_id, before_id = ann.id, before.id
+    with db.session() as session:
+        user = session.get(User, ann_id)
+        assert user is not None
+        result = import_source(session, user, ImportSource(io.BytesIO(_chatgpt_export(40, 10))))
+    assert result.messages == conversations * turns
+    _index_is_exact(db)
+    volcanic = sorted(["Before", *(f"Chat {i}" for i in range(0, conversations, 2))])
+    assert titles(db, ann_id, "volcano") == volcanic
+    assert titles(db, ann_id, "note7 turn") == ["Chat 7"]
+    assert titles(db, ann_id, "note39") == ["Chat 39"]
+    with db.session() as session:  # every message of every imported conversation
+        for cid in result.conversation_ids:
+            assert len(search_messages(session, cid, "turn", limit=turns + 1)) == turns
+    with db.session() as session:
+        chat = session.get(Conversation, result.conversation_ids[3])
+        assert chat is not None
+        append_message(session, chat, "user", "A geyser, later.")
+        session.execute(delete(Conversation).where(Conversation.id == before_id))
+    assert titles(db, ann_id, "geyser") == ["Chat 3"]
+    assert titles(db, ann_id, "volcano") == volcanic[1:]  # "Before" went with its messages
+    _index_is_exact(db)
+
+
+def test_a_bulk_insert_rolled_back_leaves_index_and_trigger_as_they_were(db: Database) -> None:
+    with db.session() as session:
+        ann = accounts.create_user(session, "ann")
+        chat = create_conversation(session, ann, UNLIMITED, title="Chat")
+        ann_id, chat_id = ann.id, chat.id
+    rows = [
+        {
+            "id": new_id(),
+            "conversation_id": chat_id,
+            "seq": seq,
+            "role": "user",
+            "content": f"volcano {seq}",
+            "created_at": utcnow(),
+            "tool_calls": None,
+            "tool_call_id": None,
+            "excluded": False,
+            "hidden": False,
+            "meta": None,
+            "tokens_estimate": 3,
+            "tokens_o200k": 3,
+            "tokens_cl100k": 3,
+        }
+        for seq in range(1, BULK_INDEX_ROWS + 2)
+    ]
+    with pytest.raises(RuntimeError), db.session() as session:
+        insert_messages(session.connection(), rows)
+        raise RuntimeError("the import failed later")
+    _index_is_exact(db)
+    assert titles(db, ann_id, "volcano") == []
+    with db.session() as session:
+        insert_messages(session.connection(), rows)
+    _index_is_exact(db)
+    assert titles(db, ann_id, "volcano") == ["Chat"]
 
 
 def test_titles_written_before_the_migration_are_found(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ from chatmem.store.exchange.records import ImportedConversation
 from chatmem.store.exchange.source import ImportSource, Progress
 from chatmem.store.images import FORMATS, add_image, image_size
 from chatmem.store.quotas import UNLIMITED, Limits
+from chatmem.store.search import insert_messages
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import (
     Conversation,
@@ -123,11 +124,16 @@ class _Batch:
             self.flush()
 
     def flush(self) -> None:
+        connection = self.session.connection()
         for table in (Conversation, Message, Summary, File, MessageVersion):  # keys first
             rows = self.rows[table]
-            if rows:
-                self.session.execute(insert(table), rows)
-                rows.clear()
+            if not rows:
+                continue
+            if table is Message:  # with the full-text index filled in one statement
+                insert_messages(connection, rows)
+            else:
+                connection.execute(insert(table), rows)
+            rows.clear()
         self.size = 0
 
 
@@ -138,9 +144,12 @@ def import_conversations(
     *,
     fmt: str = "",
     limits: Limits = UNLIMITED,
+    present: Collection[str] | None = None,
 ) -> ImportResult:
     r"""Store every new conversation of ``conversations`` (plain, or :func:`prepare`\ d with
-    their token counts); the caller commits."""
+    their token counts); the caller commits.  ``present``: the source keys among them
+    already there (:func:`already_present`, read in a few statements), else each
+    conversation is looked up when its turn comes."""
     result = ImportResult(format=fmt)
     batch = _Batch(session)
     folders: dict[str, str] = {}
@@ -151,7 +160,11 @@ def import_conversations(
         if fmt != "chatmem" and not conversation.messages:
             result.skipped_empty += 1  # nothing a user could read: no empty "Imported" entry
             continue
-        if conversation.source_key in seen or _already_there(session, user, conversation):
+        if conversation.source_key in seen or (
+            conversation.source_key in present
+            if present is not None
+            else _already_there(session, user, conversation)
+        ):
             result.skipped += 1
             continue
         seen.add(conversation.source_key)
@@ -202,6 +215,38 @@ def _already_there(session: Session, user: User, conversation: ImportedConversat
         )
         return owner == user.id
     return False
+
+
+#: Source keys (or ids) looked up per statement by :func:`already_present`.
+LOOKUP_CHUNK = 500
+
+
+def already_present(session: Session, user: User, keys: Iterable[tuple[str, str]]) -> set[str]:
+    """The source keys of ``keys`` (``(source_key, conversation id)`` pairs) that
+    :func:`_already_there` would find, in a statement per :data:`LOOKUP_CHUNK`: the user's
+    conversations with that source, and for a chatmem export the user's own conversation
+    with that id."""
+    found: set[str] = set()
+    pairs = list(keys)
+    for start in range(0, len(pairs), LOOKUP_CHUNK):
+        chunk = pairs[start : start + LOOKUP_CHUNK]
+        found.update(
+            session.scalars(
+                select(Conversation.source).where(
+                    Conversation.user_id == user.id,
+                    Conversation.source.in_({key for key, _ in chunk}),
+                )
+            )
+        )
+        native = {cid: key for key, cid in chunk if key.startswith("chatmem:")}
+        if native:
+            owned = session.scalars(
+                select(Conversation.id).where(
+                    Conversation.user_id == user.id, Conversation.id.in_(native)
+                )
+            )
+            found.update(native[cid] for cid in owned)
+    return found
 
 
 def _folder_id(
@@ -518,8 +563,10 @@ def import_source(
             tokenizers = tokenizers_in_use(connection)
     else:
         tokenizers = tokenizers_in_use(bind)
+    keys: list[tuple[str, str]] = []  # looked up together once the transaction starts
     with tempfile.TemporaryFile(prefix="chatmem-import-") as spool:
         for conversation in read_conversations(source, fmt, on_progress):
+            keys.append((conversation.source_key, conversation.id))
             pickle.dump(prepare(conversation, tokenizers), spool, protocol=pickle.HIGHEST_PROTOCOL)
         if on_saving is not None:
             on_saving()
@@ -528,7 +575,10 @@ def import_source(
         # so the first statement — and on SQLite the write lock — comes with the first row.
         user = session.merge(user, load=False) if user not in session else user
         try:
-            return import_conversations(session, user, _replay(spool), fmt=fmt, limits=limits)
+            present = already_present(session, user, keys)
+            return import_conversations(
+                session, user, _replay(spool), fmt=fmt, limits=limits, present=present
+            )
         except IntegrityError:
             # Only a concurrent import of the same conversations collides on the source keys.
             raise Conflict(
