@@ -13,7 +13,8 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, make_transient_to_detached
+from sqlalchemy.orm.attributes import set_committed_value
 
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import ToolCall
@@ -104,13 +105,52 @@ def _insert_statements(owned: bool) -> tuple[Any, Any]:
     ).where(Conversation.id == bindparam("conversation_id"))
     if owned:
         source = source.where(Conversation.user_id == bindparam("user_id"))
-    insert_row = insert(Message).from_select([*_INSERTED, "seq"], source).returning(Message.id)
+    insert_row = (
+        insert(Message).from_select([*_INSERTED, "seq"], source).returning(Message.num, Message.seq)
+    )
     touch = (
         update(Conversation)
         .where(Conversation.id == bindparam("conversation_id"))
         .values(updated_at=bindparam("now"), last_active_at=bindparam("now"))
     )
     return insert_row, touch
+
+
+def _stored_row(
+    connection: Connection,
+    value: EngineMessage,
+    conversation_id: str,
+    *,
+    user_id: str | None,
+    created_at: datetime,
+    now: datetime,
+    excluded: bool,
+    meta: dict[str, Any] | None,
+) -> tuple[dict[str, Any], int, int] | None:
+    """Inserts one message after the conversation's last (two prepared Core statements) and
+    makes the conversation the most recently active; returns the inserted values with the
+    row's ``num`` and ``seq``, or None when the conversation is gone (nothing written)."""
+    insert_row, touch = _insert_statements(user_id is not None)
+    values: dict[str, Any] = {
+        "id": value.id,
+        "conversation_id": conversation_id,
+        "role": value.role,
+        "content": value.content,
+        "created_at": created_at,
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in value.tool_calls
+        ]
+        or None,
+        "tool_call_id": value.tool_call_id,
+        "excluded": excluded,
+        "meta": meta,
+        **counts_for_message(value, tokenizers_in_use(connection)),
+    }
+    stored = connection.execute(insert_row, {**values, "user_id": user_id}).first()
+    if stored is None:
+        return None
+    connection.execute(touch, {"conversation_id": conversation_id, "now": now})
+    return values, stored.num, stored.seq
 
 
 def insert_message(
@@ -135,27 +175,19 @@ def insert_message(
     conversation is gone (nothing was written)."""
     value = _checked(role, content, tool_calls, tool_call_id, message_id)
     now = utcnow()
-    insert_row, touch = _insert_statements(user_id is not None)
-    params: dict[str, Any] = {
-        "id": value.id,
-        "conversation_id": conversation_id,
-        "user_id": user_id,
-        "role": role,
-        "content": content,
-        "created_at": now,
-        "tool_calls": [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in value.tool_calls
-        ]
-        or None,
-        "tool_call_id": tool_call_id,
-        "excluded": False,
-        "meta": meta,
-        **counts_for_message(value, tokenizers_in_use(session)),
-    }
     connection = connection_of(session)
-    if connection.execute(insert_row, params).first() is None:
+    stored = _stored_row(
+        connection,
+        value,
+        conversation_id,
+        user_id=user_id,
+        created_at=now,
+        now=now,
+        excluded=False,
+        meta=meta,
+    )
+    if stored is None:
         return None
-    connection.execute(touch, {"conversation_id": conversation_id, "now": now})
     if limits.messages is not None:
         # The quota's eviction works on rows: a session in this transaction.
         orm = session if isinstance(session, Session) else Session(bind=connection)
@@ -188,30 +220,32 @@ def append_message(
     Token counts for every tokenizer are computed here, once (CTX-2).  The conversation
     becomes the most recently active.  With a message quota the oldest messages of this
     conversation are evicted and counted on the owner (STORE-4).
-    """
+
+    The row goes in through the prepared Core statements of :func:`insert_message` (no unit
+    of work: issue 16, 1,000 appends a second); the returned row is put in the session as
+    stored (persistent, nothing left to flush), and the conversation's times are set on it
+    as stored."""
     value = _checked(role, content, tool_calls, tool_call_id, message_id)
-    calls = value.tool_calls
-    last = session.scalar(
-        select(func.max(Message.seq)).where(Message.conversation_id == conversation.id)
-    )
+    session.flush()  # what the caller changed goes first (the ORM path's autoflush)
     now = utcnow()
-    row = Message(
-        id=value.id,
-        conversation_id=conversation.id,
-        seq=(last or 0) + 1,
-        role=role,
-        content=content,
+    stored = _stored_row(
+        session.connection(),
+        value,
+        conversation.id,
+        user_id=None,
         created_at=created_at or now,
-        tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls] or None,
-        tool_call_id=tool_call_id,
+        now=now,
         excluded=excluded,
         meta=meta,
-        **counts_for_message(value, tokenizers_in_use(session)),
     )
+    if stored is None:
+        raise NotFound("conversation")
+    values, num, seq = stored
+    for name in ("updated_at", "last_active_at"):
+        set_committed_value(conversation, name, now)
+    row = Message(**values, num=num, seq=seq, hidden=False)
+    make_transient_to_detached(row)
     session.add(row)
-    conversation.last_active_at = now
-    conversation.updated_at = now
-    session.flush()
     if limits.messages is not None:
         owner = session.get(User, conversation.user_id)
         assert owner is not None

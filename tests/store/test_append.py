@@ -1,0 +1,108 @@
+"""``append_message``'s contract, now that it writes through the prepared Core statements of
+``insert_message`` (issue 16): the row it returns is the stored one and lives in the
+session, the conversation's times follow, the caller's pending changes go first, the message
+quota evicts as before."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import func, select
+
+from chatmem.context.values import ToolCall
+from chatmem.errors import NotFound
+from chatmem.store import accounts
+from chatmem.store.conversations import create_conversation
+from chatmem.store.db import Database
+from chatmem.store.messages import append_message
+from chatmem.store.quotas import UNLIMITED, Limits
+from chatmem.store.tables.conversations import Conversation, Message
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    database = Database(database_url)
+    database.migrate()
+    yield database
+    database.dispose()
+
+
+def test_the_returned_row_is_the_stored_one_and_in_the_session(db: Database) -> None:
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    with db.session() as session:
+        user = accounts.create_user(session, "ann")
+        chat = create_conversation(session, user, UNLIMITED)
+        before = chat.last_active_at
+        first = append_message(session, chat, "user", "Look this up.")
+        call = ToolCall(id="call_1", name="search", arguments='{"q": "x"}')
+        second = append_message(
+            session,
+            chat,
+            "assistant",
+            "",
+            tool_calls=[call],
+            excluded=True,
+            created_at=at,
+            meta={"run_id": "r1"},
+            message_id="m-2",
+        )
+        assert (first.seq, second.seq) == (1, 2)
+        assert second.id == "m-2" and second.num > first.num
+        assert second.tool_calls == [{"id": "call_1", "name": "search", "arguments": '{"q": "x"}'}]
+        assert second.excluded and not second.hidden and second.created_at == at
+        assert second.meta == {"run_id": "r1"} and second.tokens_estimate > 0
+        assert second in session and not session.dirty and not session.new
+        assert session.get(Message, second.num) is second  # the session's own row
+        session.refresh(second)  # persistent: reloads from the table
+        assert second.seq == 2 and second.meta == {"run_id": "r1"}
+        assert chat.last_active_at == chat.updated_at >= before
+        chat_id, stamp = chat.id, chat.last_active_at
+    with db.session() as session:
+        stored = session.get(Conversation, chat_id)
+        assert stored is not None and stored.last_active_at == stamp
+        rows = session.scalars(
+            select(Message).where(Message.conversation_id == chat_id).order_by(Message.seq)
+        ).all()
+        assert [(m.id, m.seq, m.role) for m in rows] == [
+            (first.id, 1, "user"),
+            ("m-2", 2, "assistant"),
+        ]
+
+
+def test_pending_changes_go_first(db: Database) -> None:
+    with db.session() as session:
+        user = accounts.create_user(session, "ann")
+        chat = Conversation(user_id=user.id, title="Not flushed yet")
+        session.add(chat)  # pending: the insert must see it
+        row = append_message(session, chat, "user", "Hello")
+        assert row.seq == 1 and row.conversation_id == chat.id
+
+
+def test_a_conversation_gone_is_not_found(db: Database) -> None:
+    with db.session() as session:
+        user = accounts.create_user(session, "ann")
+        chat = create_conversation(session, user, UNLIMITED)
+        session.delete(chat)
+        session.flush()
+        with pytest.raises(NotFound):
+            append_message(session, chat, "user", "Hello")
+
+
+def test_the_message_quota_evicts_the_oldest(db: Database) -> None:
+    limits = Limits(messages=3)
+    with db.session() as session:
+        user = accounts.create_user(session, "ann")
+        chat = create_conversation(session, user, UNLIMITED)
+        for i in range(5):
+            append_message(session, chat, "user", f"m{i}", limits=limits)
+        kept = session.scalars(
+            select(Message.content).where(Message.conversation_id == chat.id).order_by(Message.seq)
+        ).all()
+        assert kept == ["m2", "m3", "m4"]
+        assert append_message(session, chat, "user", "m5", limits=limits).seq == 6
+        count = session.scalar(
+            select(func.count()).select_from(Message).where(Message.conversation_id == chat.id)
+        )
+        assert count == 3
