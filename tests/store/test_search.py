@@ -13,7 +13,7 @@ from alembic import command
 from sqlalchemy import Connection, delete, text, update
 
 from chatmem.store import accounts
-from chatmem.store.conversations import create_conversation, list_conversations
+from chatmem.store.conversations import create_conversation, create_folder, list_conversations
 from chatmem.store.db import Database
 from chatmem.store.exchange.importer import import_source
 from chatmem.store.exchange.source import ImportSource
@@ -94,6 +94,49 @@ def test_content_and_title_hits_are_one_ordered_page(db: Database) -> None:
     assert titles(db, ann_id, "iceland volc") == ["Misc"]
     assert titles(db, ann_id, "!!!") == []  # no word, no match
     del by_title
+
+
+def test_a_search_pages_within_the_users_folder_and_cursor(db: Database) -> None:
+    """The search's one statement (PostgreSQL: the hits, then each one's conversation) keeps
+    every condition of the list: the user's own, not archived, the folder, the cursor, the
+    offset — and each conversation once, however many of its messages match."""
+    with db.session() as session:
+        ann = accounts.create_user(session, "ann")
+        bob = accounts.create_user(session, "bob")
+        trips = create_folder(session, ann, "Trips", UNLIMITED)
+        made = []
+        for i in range(7):
+            chat = create_conversation(
+                session, ann, UNLIMITED, title=f"Chat {i}", folder_id=trips.id if i % 2 else None
+            )
+            append_message(session, chat, "user", f"geyser number {i}")
+            append_message(session, chat, "assistant", "Another geyser.")
+            made.append(chat)
+        gone = create_conversation(session, ann, UNLIMITED, title="Archived geyser")
+        gone.archived_at = utcnow()
+        theirs = create_conversation(session, bob, UNLIMITED, title="Bob's")
+        append_message(session, theirs, "user", "geyser")
+        ann_id, folder_id = ann.id, trips.id
+    newest_first = [f"Chat {i}" for i in reversed(range(7))]
+    with db.session() as session:
+        user = session.get(User, ann_id)
+        assert user is not None
+        seen: list[str] = []
+        cursor = None
+        while True:
+            page = list_conversations(session, user, q="geyser", limit=3, cursor=cursor)
+            seen += [c.title for c in page.items]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert seen == newest_first
+        in_folder = list_conversations(session, user, q="geyser", folder_id=folder_id)
+        assert [c.title for c in in_folder.items] == ["Chat 5", "Chat 3", "Chat 1"]
+        later = list_conversations(session, user, q="geyser num", limit=2, offset=2)
+        assert [c.title for c in later.items] == newest_first[2:4]
+        assert later.next_cursor is not None
+        assert list_conversations(session, user, q="geyser number 3").items[0].title == "Chat 3"
+        assert list_conversations(session, user, q="bob").items == []
 
 
 def test_search_messages_of_one_conversation(db: Database) -> None:

@@ -12,16 +12,27 @@ import base64
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Boolean, Select, String, func, literal, select, tuple_
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Integer,
+    Select,
+    String,
+    bindparam,
+    func,
+    select,
+    tuple_,
+)
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import MODES
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store import projects, quotas
 from chatmem.store.quotas import Limits
-from chatmem.store.search import search_condition
+from chatmem.store.search import search_source, search_values
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Folder, Message
 from chatmem.store.types import UTCDateTime, utcnow
@@ -232,6 +243,38 @@ def decode_cursor(cursor: str) -> tuple[bool, datetime, str]:
         raise InvalidInput("cursor: malformed; pass back next_cursor unchanged") from exc
 
 
+@cache
+def _list_statement(search: str | None, folder: bool, cursor: bool, offset: bool) -> Select[Any]:
+    """The list's statement for one shape (``search``: the dialect whose full-text source
+    it reads, :func:`~chatmem.store.search.search_source`), built once: constructing it costs
+    SQLAlchemy more than the database takes to run it.  Its values are bound by name."""
+    conditions: list[ColumnElement[bool]] = [
+        Conversation.user_id == bindparam("list_user", type_=String()),
+        Conversation.archived_at.is_(None),
+    ]
+    if folder:
+        conditions.append(Conversation.folder_id == bindparam("list_folder", type_=String()))
+    if cursor:
+        conditions.append(
+            tuple_(Conversation.pinned, Conversation.last_active_at, Conversation.id)
+            < tuple_(
+                bindparam("cursor_pinned", type_=Boolean()),
+                bindparam("cursor_when", type_=UTCDateTime()),
+                bindparam("cursor_id", type_=String()),
+            )
+        )
+    entity: Any = Conversation
+    stmt: Select[Any] = select(Conversation).where(*conditions)
+    if search is not None:
+        entity, stmt = search_source(search, conditions)
+    stmt = stmt.order_by(
+        entity.pinned.desc(), entity.last_active_at.desc(), entity.id.desc()
+    ).limit(bindparam("list_limit", type_=Integer()))
+    if offset:
+        stmt = stmt.offset(bindparam("list_offset", type_=Integer()))
+    return stmt
+
+
 def list_conversations(
     session: Session,
     user: User,
@@ -246,36 +289,25 @@ def list_conversations(
     title or any message's content (STORE-7)."""
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidInput(f"limit: between 1 and {MAX_PAGE}")
-    stmt: Select[Any] = select(Conversation).where(
-        Conversation.user_id == user.id, Conversation.archived_at.is_(None)
-    )
+    if offset is not None and offset < 0:
+        raise InvalidInput("offset: must not be negative")
+    values: dict[str, Any] = {"list_user": user.id, "list_limit": limit + 1}
     if folder_id is not None:
         owned_folder(session, user, folder_id)
-        stmt = stmt.where(Conversation.folder_id == folder_id)
-    found = True
-    if q is not None and q.strip():  # STORE-7: from the full-text indexes
-        condition = search_condition(session, q)
-        found = condition is not None
-        if condition is not None:
-            stmt = stmt.where(condition)
+        values["list_folder"] = folder_id
     if cursor:
-        pinned, when, cid = decode_cursor(cursor)
-        stmt = stmt.where(
-            tuple_(Conversation.pinned, Conversation.last_active_at, Conversation.id)
-            < tuple_(
-                literal(pinned, Boolean()), literal(when, UTCDateTime()), literal(cid, String())
-            )
-        )
-    stmt = stmt.order_by(
-        Conversation.pinned.desc(), Conversation.last_active_at.desc(), Conversation.id.desc()
-    ).limit(limit + 1)
+        values["cursor_pinned"], values["cursor_when"], values["cursor_id"] = decode_cursor(cursor)
     if offset:
-        if offset < 0:
-            raise InvalidInput("offset: must not be negative")
-        stmt = stmt.offset(offset)
-    if not found:
-        return Page([], None)
-    rows = list(session.scalars(stmt))
+        values["list_offset"] = offset
+    search = None
+    if q is not None and q.strip():  # STORE-7: from the full-text indexes
+        found = search_values(session, q)
+        if found is None:
+            return Page([], None)
+        values.update(found)
+        search = session.get_bind().dialect.name
+    stmt = _list_statement(search, folder_id is not None, bool(cursor), bool(offset))
+    rows = list(session.scalars(stmt, values))
     more = len(rows) > limit
     rows = rows[:limit]
     return Page(rows, encode_cursor(rows[-1]) if more and rows else None)
