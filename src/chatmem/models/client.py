@@ -273,10 +273,8 @@ class ModelClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
         extra: Mapping[str, Any] | None = None,
-        on_sent: Callable[[], None] | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        """Stream one Chat Completions request.  Retries happen only before the first event.
-        ``on_sent`` is called once the request's body has left (each attempt's)."""
+        """Stream one Chat Completions request.  Retries happen only before the first event."""
         body: dict[str, Any] = {
             "model": self.endpoint.model,
             "messages": list(messages),
@@ -291,16 +289,12 @@ class ModelClient:
         body.update(extra or {})
 
         async with self._shared.lease() as http:
-            async for event in self._stream(http, body, on_sent):
+            async for event in self._stream(http, body):
                 yield event
 
     async def _stream(
-        self,
-        http: httpx.AsyncClient,
-        body: dict[str, Any],
-        on_sent: Callable[[], None] | None = None,
+        self, http: httpx.AsyncClient, body: dict[str, Any]
     ) -> AsyncIterator[StreamEvent]:
-        extensions = {"trace": _SentTrace(on_sent)} if on_sent is not None else None
         attempt = 0
         while True:
             yielded = False
@@ -310,7 +304,6 @@ class ModelClient:
                     self._url("/chat/completions"),
                     json=body,
                     headers={**self._headers, "Accept": "text/event-stream"},
-                    extensions=extensions,
                 ) as response:
                     if response.status_code >= 300:
                         await response.aread()
@@ -490,20 +483,6 @@ class ModelClient:
         if status in RETRY_STATUSES:
             return _Retryable(error, _retry_after(response))
         return error
-
-
-class _SentTrace:
-    """An httpcore ``trace`` extension that calls ``on_sent`` when a request's body has
-    left (HTTP/1.1 or HTTP/2)."""
-
-    _SENT = ("http11.send_request_body.complete", "http2.send_request_body.complete")
-
-    def __init__(self, on_sent: Callable[[], None]) -> None:
-        self._on_sent = on_sent
-
-    async def __call__(self, name: str, _info: dict[str, Any]) -> None:
-        if name in self._SENT:
-            self._on_sent()
 
 
 class _WithoutStreamOptions(Exception):

@@ -7,8 +7,7 @@ retried a few times — the failed attempt was rolled back whole, so a retry is 
 
 :func:`quick_work` is the exception, for the unit on the way to the first token: on SQLite it
 runs on the event loop when the write lock is free at once (a thread hop costs more than the
-unit), and goes to a worker thread only when it would have to wait.  :func:`quick_read` is
-its reading twin.
+unit), and goes to a worker thread only when it would have to wait.
 """
 
 from __future__ import annotations
@@ -134,21 +133,4 @@ async def quick_work(
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, True, fn, *args, **kwargs))
 
 
-async def quick_read(
-    db: Database,
-    fn: Callable[Concatenate[Session, P], T],
-    /,
-    *args: P.args,
-    **kwargs: P.kwargs,
-) -> T:
-    """A short read unit on the way to the first token.  On SQLite it runs on the event loop
-    (a WAL reader never waits for a writer, and the unit takes less than a worker-thread hop
-    would); elsewhere it is :func:`read`."""
-    if not db.can_write_nowait:
-        return await read(db, fn, *args, **kwargs)
-    async with db.slots.hold():
-        with db.session() as session:
-            return fn(session, *args, **kwargs)
-
-
-__all__ = ["Session", "quick_read", "quick_work", "read", "work", "work_sync"]
+__all__ = ["Session", "quick_work", "read", "work", "work_sync"]

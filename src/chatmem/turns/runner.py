@@ -61,7 +61,6 @@ from chatmem.turns.client_tools import ClientTools
 from chatmem.turns.compaction import run_fold
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.dbwork import read, work
-from chatmem.turns.early import EarlyStream
 from chatmem.turns.inputs import (
     Calibrations,
     TurnInputs,
@@ -132,9 +131,6 @@ class TurnJob:
     #: The tools an OpenAI-compatible client offers and runs itself (``turns.client_tools``):
     #: an answer that calls one ends the turn, its calls handed back to the client.
     client_tools: tuple[dict[str, Any], ...] = ()
-    #: The request for ``first_inputs``, sent while the turn was admitted
-    #: (``turns.early``): the first step reads its answer when it asks exactly that.
-    early: EarlyStream | None = None
 
 
 @dataclass
@@ -275,12 +271,8 @@ class TurnRunner:
             plan.require_fit()
             if plan.compaction.needed:
                 raise MemoryNotFolded()
-            early, self.job.early = self.job.early, None
-            if early is not None and inputs is not first:
-                await early.aclose()  # the step asks something else than was sent
-                early = None
             self._tally.iterations += 1
-            _text, calls = await self._answer(inputs, early)
+            _text, calls = await self._answer(inputs)
             if not calls:
                 return None
             handed_back = toolbox.handed_back(calls) if isinstance(toolbox, ClientTools) else []
@@ -321,10 +313,7 @@ class TurnRunner:
             race=self._race_stop,
         )
 
-    async def _answer(
-        self, inputs: TurnInputs, early: EarlyStream | None = None
-    ) -> tuple[str, list[ToolCall]]:
-        """One model step: the answer to ``inputs`` (``early``: its request, already sent)."""
+    async def _answer(self, inputs: TurnInputs) -> tuple[str, list[ToolCall]]:
         client = self._model_factory(inputs)
         parts: list[str] = []
         calls: list[ToolCall] = []
@@ -333,14 +322,11 @@ class TurnRunner:
 
         async def consume() -> None:
             nonlocal usage
-            events = (
-                early.events()
-                if early is not None
-                else client.stream(
-                    inputs.plan.messages, tools=inputs.tools or None, max_tokens=None
-                )
-            )
-            async for event in events:
+            async for event in client.stream(
+                inputs.plan.messages,
+                tools=inputs.tools or None,
+                max_tokens=None,
+            ):
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
                     await self._journal.emit("delta", {"text": event.text, "step": step})

@@ -42,8 +42,7 @@ from chatmem.turns import recovery, usage
 from chatmem.turns.approvals import Approvals, Decision, decide
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
-from chatmem.turns.dbwork import quick_read, quick_work, read, work
-from chatmem.turns.early import EarlyStream
+from chatmem.turns.dbwork import quick_work, read, work
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import Calibrations, TurnInputs, load_inputs
 from chatmem.turns.journal import EventJournal, stored_events
@@ -123,9 +122,6 @@ class TurnService:
         self.policy = policy or EndpointPolicy.from_settings(settings)
         self.clients = ModelClients(self.policy, settings)
         self._model_factory = model_factory or (lambda inputs: self.clients(inputs.target.endpoint))
-        #: The provider is asked through :attr:`clients` (no stand-in): a turn's first request
-        #: may leave before its admission is written (:meth:`_early_stream`).
-        self._models_by_endpoint = model_factory is None
         self._toolbox_factory = toolbox_factory or self._default_toolbox
         #: The turns running in this process, by run id.
         self._live: dict[str, LiveRun] = {}
@@ -311,35 +307,23 @@ class TurnService:
         token = await self._take_lock(user_id, conversation_id, for_turn=True)
         name = lock_name(conversation_id)
         run_id, message_id = new_id(), new_id()
-        early: EarlyStream | None = None
         try:
             try:
-                if redo is None:
-                    inputs, servers, early = await self._admit_question(
-                        user_id,
-                        conversation_id,
-                        content,
-                        file_ids or [],
-                        idempotency_key,
-                        run_id=run_id,
-                        message_id=message_id,
-                    )
-                else:
-                    # One short unit of work — on the event loop on SQLite when the write
-                    # lock is free (``quick_work``): everything that can refuse the turn,
-                    # then the versions, the message and the run.
-                    inputs, servers, message_id = await quick_work(
-                        self.db,
-                        self._admit_redo,
-                        user_id,
-                        conversation_id,
-                        content,
-                        file_ids or [],
-                        idempotency_key,
-                        run_id=run_id,
-                        message_id=message_id,
-                        redo=redo,
-                    )
+                # One short unit of work — on the event loop on SQLite when the write lock
+                # is free (``quick_work``): everything that can refuse the turn, then the
+                # message and the run.
+                inputs, servers, message_id = await quick_work(
+                    self.db,
+                    self._admit_redo,
+                    user_id,
+                    conversation_id,
+                    content,
+                    file_ids or [],
+                    idempotency_key,
+                    run_id=run_id,
+                    message_id=message_id,
+                    redo=redo,
+                )
             except IntegrityError:
                 # A concurrent retry with the same key won the race: answer with its run.
                 winner = await self._read(
@@ -353,9 +337,7 @@ class TurnService:
             await self.coordinator.release(name, token)
             raise
         live = self._start(
-            self._job(run_id, user_id, conversation_id, message_id, inputs, early),
-            (name, token),
-            servers,
+            self._job(run_id, user_id, conversation_id, message_id, inputs), (name, token), servers
         )
         # The live log exists before the 202: a watcher that connects next follows it.
         await asyncio.shield(live.opened)
@@ -363,12 +345,7 @@ class TurnService:
 
     @staticmethod
     def _job(
-        run_id: str,
-        user_id: str,
-        conversation_id: str,
-        message_id: str,
-        inputs: TurnInputs,
-        early: EarlyStream | None = None,
+        run_id: str, user_id: str, conversation_id: str, message_id: str, inputs: TurnInputs
     ) -> TurnJob:
         return TurnJob(
             run_id,
@@ -378,7 +355,6 @@ class TurnService:
             profile_override=inputs.target.profile_id if inputs.target.profile_id else None,
             first_inputs=inputs,
             answered=dict(inputs.answered) if inputs.answered else None,
-            early=early,
         )
 
     def _start(
@@ -466,58 +442,6 @@ class TurnService:
         locked (the fallback answers) or "Auto" (the best one allowed now)."""
         return usage.turn_answerer(session, user_id, conversation_id, self.settings)
 
-    async def _admit_question(
-        self,
-        user_id: str,
-        conversation_id: str,
-        content: str,
-        file_ids: list[str],
-        idempotency_key: str | None,
-        *,
-        run_id: str,
-        message_id: str,
-    ) -> tuple[TurnInputs, list[Any], EarlyStream | None]:
-        """A new question: :meth:`_prepare` reads everything that can refuse it, the first
-        model request leaves (:mod:`chatmem.turns.early`), then :meth:`_record` writes the
-        question and the ``running`` run while the provider reads it."""
-        inputs, servers = await quick_read(
-            self.db, self._prepare, user_id, conversation_id, content, file_ids
-        )
-        early = self._early_stream(inputs, servers)
-        try:
-            if early is not None:
-                await early.sent()
-            await quick_work(
-                self.db,
-                self._record,
-                user_id,
-                conversation_id,
-                content,
-                file_ids,
-                idempotency_key,
-                inputs=inputs,
-                run_id=run_id,
-                message_id=message_id,
-            )
-        except BaseException:
-            if early is not None:
-                await early.aclose()
-            raise
-        return inputs, servers, early
-
-    def _early_stream(self, inputs: TurnInputs, servers: list[Any]) -> EarlyStream | None:
-        """The turn's first model request, opened now — unless its first step may ask
-        something else than the plan made here (MCP tools are listed first; memory is folded
-        first), or a model stands in for the provider (``model_factory``)."""
-        if not self._models_by_endpoint or servers or inputs.plan.compaction.needed:
-            return None
-        client = self.clients(inputs.target.endpoint)
-        return EarlyStream(
-            lambda on_sent: client.stream(
-                inputs.plan.messages, tools=inputs.tools or None, on_sent=on_sent
-            )
-        )
-
     def _admit_turn(
         self,
         session: Any,
@@ -530,35 +454,9 @@ class TurnService:
         run_id: str,
         message_id: str,
     ) -> tuple[TurnInputs, list[Any]]:
-        """One transaction: :meth:`_prepare`, then :meth:`_record`."""
+        """One transaction: :meth:`_prepare`, then the user's message (with its files) and the
+        ``running`` run."""
         inputs, servers = self._prepare(session, user_id, conversation_id, content, file_ids)
-        self._record(
-            session,
-            user_id,
-            conversation_id,
-            content,
-            file_ids,
-            idempotency_key,
-            inputs=inputs,
-            run_id=run_id,
-            message_id=message_id,
-        )
-        return inputs, servers
-
-    def _record(
-        self,
-        session: Any,
-        user_id: str,
-        conversation_id: str,
-        content: str,
-        file_ids: list[str],
-        idempotency_key: str | None,
-        *,
-        inputs: TurnInputs,
-        run_id: str,
-        message_id: str,
-    ) -> None:
-        """The user's message (with its files) and the ``running`` run."""
         stored = insert_message(
             session,
             conversation_id,
@@ -583,6 +481,7 @@ class TurnService:
             answered_by=inputs.target.profile_id,
             answered_reason=(inputs.answered or {}).get("reason"),
         )
+        return inputs, servers
 
     def _admit_redo(
         self,
@@ -685,9 +584,6 @@ class TurnService:
 
     async def _cleanup(self, live: LiveRun) -> None:
         run_id = live.job.run_id
-        early, live.job.early = live.job.early, None
-        if early is not None:  # the run ended before its first request was read
-            await early.aclose()
         self._live.pop(run_id, None)
         self.coordinator.forget_stop(run_id)
         await self.coordinator.finish_run(run_id)
