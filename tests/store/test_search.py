@@ -13,6 +13,7 @@ from alembic import command
 from sqlalchemy import Connection, delete, text, update
 
 from chatmem.store import accounts
+from chatmem.store.archive import Archiver
 from chatmem.store.conversations import create_conversation, create_folder, list_conversations
 from chatmem.store.db import Database
 from chatmem.store.exchange.importer import import_source
@@ -235,6 +236,25 @@ def test_a_bulk_import_is_indexed_exactly(db: Database) -> None:
     assert titles(db, ann_id, "geyser") == ["Chat 3"]
     assert titles(db, ann_id, "volcano") == volcanic[1:]  # "Before" went with its messages
     _index_is_exact(db)
+
+
+def test_a_restored_archive_is_indexed_exactly(db: Database, tmp_path: Path) -> None:
+    """A restore writes its messages in batches as an import does (the index per batch)."""
+    with db.session() as session:
+        ann = accounts.create_user(session, "ann")
+        chat = create_conversation(session, ann, UNLIMITED, title="Long")
+        for i in range(BULK_INDEX_ROWS + 10):
+            append_message(session, chat, "user", f"fumarole {i}")
+        ann_id, chat_id = ann.id, chat.id
+    archiver = Archiver(db, tmp_path / "state", storage="file")
+    archiver.archive(ann_id, chat_id)
+    assert titles(db, ann_id, "fumarole") == []
+    archiver.restore(ann_id, chat_id)
+    _index_is_exact(db)
+    assert titles(db, ann_id, "fumarole 17") == ["Long"]
+    with db.session() as session:
+        found = search_messages(session, chat_id, "fumarole", limit=BULK_INDEX_ROWS + 20)
+        assert len(found) == BULK_INDEX_ROWS + 10
 
 
 def test_a_bulk_insert_rolled_back_leaves_index_and_trigger_as_they_were(db: Database) -> None:

@@ -66,6 +66,7 @@ from chatmem.store.exchange.importer import file_rows, message_rows, summary_row
 from chatmem.store.exchange.native import native_conversation
 from chatmem.store.private import make_private_dir, open_private
 from chatmem.store.quotas import UNLIMITED, Limits
+from chatmem.store.search import insert_messages
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.archives import Archive
 from chatmem.store.tables.conversations import (
@@ -482,8 +483,8 @@ class Archiver:
                 fids = {i: new_id() for i in fids}
             now = utcnow()
             rows = list(message_rows(imported, conversation_id, mids, now, cached=cached))
-            for start in range(0, len(rows), 2_000):
-                session.execute(insert(Message), rows[start : start + 2_000])
+            for start in range(0, len(rows), 2_000):  # with the full-text index, per batch
+                insert_messages(session.connection(), rows[start : start + 2_000])
             del rows
             summaries = list(summary_rows(imported, conversation_id, mids, now))
             if summaries:
