@@ -9,11 +9,18 @@ they name, and an answer larger than the bound.
 from __future__ import annotations
 
 import pytest
-from tests.models.test_client import client_for, collect
+from tests.models.test_client import PRIVATE_OK, client_for, collect
 from tests.support.model_server import CONTEXT_ERRORS, FakeModelServer
 
 from chatmem.errors import AnswerTooLarge, ProviderContextLength, ProviderEmptyStream
-from chatmem.models.client import Finish, TextDelta, Usage, requested_tokens
+from chatmem.models.client import (
+    Finish,
+    SharedHttp,
+    TextDelta,
+    Usage,
+    http_pool,
+    requested_tokens,
+)
 
 
 async def test_a_stream_without_usage_yields_no_usage_event_PROV_1(
@@ -34,18 +41,27 @@ async def test_a_server_refusing_stream_options_is_asked_again_without_it_PROV_1
     model_server.reject_field("stream_options")
     model_server.reply("First", report_usage=False)
     model_server.reply("Second", report_usage=False)
-    async with client_for(model_server) as client:
-        first = await collect(client)
-        assert client.asks_usage is False
-    # Another client for the same endpoint remembers it (per base URL).
-    async with client_for(model_server) as client:
-        second = await collect(client)
+    # The app's clients for one base URL share its pool (``ModelClients``): what one learnt
+    # about the server, the next one knows.
+    pool = SharedHttp(http_pool(PRIVATE_OK, timeout=10))
+    try:
+        async with client_for(model_server, shared=pool) as client:
+            first = await collect(client)
+            assert client.asks_usage is False
+        async with client_for(model_server, shared=pool) as client:
+            assert client.asks_usage is False
+            second = await collect(client)
+    finally:
+        await pool.retire()
     assert [e.text for e in first if isinstance(e, TextDelta)] == ["First"]
     assert [e.text for e in second if isinstance(e, TextDelta)] == ["Second"]
     sent = [r.body for r in model_server.chat_requests]
     assert len(sent) == 3
     assert "stream_options" in sent[0]
     assert "stream_options" not in sent[1] and "stream_options" not in sent[2]
+    # The knowledge is the pool's, not the process's: a client of its own asks again.
+    async with client_for(model_server) as client:
+        assert client.asks_usage is True
 
 
 async def test_a_400_about_something_else_is_not_taken_for_stream_options(

@@ -80,8 +80,6 @@ _CONTEXT_PATTERNS = re.compile(
     r"longer than the model|context size",
     re.IGNORECASE,
 )
-#: Base URLs that refused ``stream_options`` (PROV-1): asked without it from then on.
-_NO_STREAM_OPTIONS: set[str] = set()
 #: A single SSE line may hold this many characters per byte of the answer bound (JSON escapes
 #: a character as up to six), plus room for the chunk's envelope.
 _LINE_CHARS_PER_BYTE = 6
@@ -185,6 +183,8 @@ class SharedHttp:
 
     def __init__(self, http: httpx.AsyncClient) -> None:
         self.http = http
+        #: PROV-1: the server refused ``stream_options``; asked without it from then on.
+        self.refuses_stream_options = False
         self._active = 0
         self._retired = False
         self._closing: asyncio.Task[None] | None = None
@@ -263,7 +263,7 @@ class ModelClient:
     @property
     def asks_usage(self) -> bool:
         """Whether streamed requests carry ``stream_options.include_usage`` (PROV-1)."""
-        return self.endpoint.base_url.rstrip("/") not in _NO_STREAM_OPTIONS
+        return not self._shared.refuses_stream_options
 
     # -- streaming chat -------------------------------------------------------------------------
     async def stream(
@@ -317,7 +317,7 @@ class ModelClient:
             except _WithoutStreamOptions:
                 # PROV-1: some servers refuse fields they do not know.  Sent again at once
                 # without it (not a retry: nothing failed), and never asked there again.
-                _NO_STREAM_OPTIONS.add(self.endpoint.base_url.rstrip("/"))
+                self._shared.refuses_stream_options = True
                 del body["stream_options"]
                 log.info("model API at %s refuses stream_options; asking without", self._host())
             except _Retryable as exc:
