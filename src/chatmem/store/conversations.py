@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     ColumnElement,
     Integer,
@@ -271,7 +272,7 @@ def _list_statement(search: str | None, folder: bool, cursor: bool, offset: bool
         entity.pinned.desc(), entity.last_active_at.desc(), entity.id.desc()
     ).limit(bindparam("list_limit", type_=Integer()))
     if offset:
-        stmt = stmt.offset(bindparam("list_offset", type_=Integer()))
+        stmt = stmt.offset(bindparam("list_offset", type_=BigInteger()))
     return stmt
 
 
