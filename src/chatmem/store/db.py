@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -247,41 +248,98 @@ def connection_of(db: Session | Connection) -> Connection:
 
 class TaskGate:
     """At most ``size`` tasks of this process inside at once (``None``: no limit); the others
-    wait their turn on the event loop, first come first served, holding neither a thread nor
-    a connection (an ``asyncio.Semaphore`` per loop).  A task already inside is not queued
-    again (it would wait for itself); tasks it starts queue like any other.
+    wait their turn on the event loop, holding neither a thread nor a connection (one
+    :class:`Turns` per loop).  A task already inside is not queued again (it would wait for
+    itself); tasks it starts queue like any other.
 
     ``Database.writers`` is one with room for one on SQLite: SQLite has one write lock, and
     its busy handler polls with back-off and is not fair — a burst of 200 writing requests
     used to time out (``database is locked``), and a writer waiting in the handler held a
     worker thread the lock's holder might need to finish.  Other processes (the CLI, a second
     server) still meet SQLite's busy timeout.  ``Database.slots`` bounds the sessions and
-    units of work in flight (see :data:`SESSION_SLOTS`)."""
+    units of work in flight (see :data:`SESSION_SLOTS`).
+
+    Waiters are served first come, first served — except that units on the way to a turn's
+    first token (``first=True``: its admission, its first events) go ahead of the others
+    (see :class:`Turns`): under a hundred streams the writer's queue is the wait, and the
+    first token should not queue behind other turns' later tokens."""
 
     def __init__(self, size: int | None) -> None:
         self.size = size
-        self._semaphores: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, asyncio.Semaphore
-        ] = weakref.WeakKeyDictionary()
+        self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Turns] = (
+            weakref.WeakKeyDictionary()
+        )
         self._inside: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 
     @asynccontextmanager
-    async def hold(self) -> AsyncIterator[None]:
-        """Inside the gate for the block."""
+    async def hold(self, *, first: bool = False) -> AsyncIterator[None]:
+        """Inside the gate for the block (``first``: ahead of the other waiters)."""
         me = asyncio.current_task()
         if self.size is None or me is None or me in self._inside:
             yield
             return
         loop = asyncio.get_running_loop()
-        semaphore = self._semaphores.get(loop)
-        if semaphore is None:
-            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.size)
-        async with semaphore:
-            self._inside.add(me)
-            try:
-                yield
-            finally:
-                self._inside.discard(me)
+        turns = self._turns.get(loop)
+        if turns is None:
+            turns = self._turns[loop] = Turns(self.size)
+        await turns.acquire(first=first)
+        self._inside.add(me)
+        try:
+            yield
+        finally:
+            self._inside.discard(me)
+            turns.release()
+
+
+class Turns:
+    """A counting semaphore with two queues, each first come, first served: ``first`` waiters
+    are let in ahead of the others, but never more than :attr:`OVERTAKE` in a row while
+    another waits — so nobody starves, however many first tokens arrive."""
+
+    OVERTAKE = 4
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._first: deque[asyncio.Future[None]] = deque()
+        self._others: deque[asyncio.Future[None]] = deque()
+        self._overtaken = 0  # first waiters let in since the oldest other one began to wait
+
+    async def acquire(self, *, first: bool = False) -> None:
+        if self._free > 0 and not self._first and not self._others:
+            self._free -= 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue = self._first if first else self._others
+        queue.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # let in just as it was cancelled: the place goes on
+            elif waiter in queue:
+                queue.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        self._free += 1
+        while self._free > 0:
+            waiter = self._next()
+            if waiter is None:
+                return
+            self._free -= 1
+            waiter.set_result(None)
+
+    def _next(self) -> asyncio.Future[None] | None:
+        for queue in (self._first, self._others):
+            while queue and queue[0].done():  # cancelled while waiting
+                queue.popleft()
+        if self._first and (not self._others or self._overtaken < self.OVERTAKE):
+            self._overtaken = self._overtaken + 1 if self._others else 0
+            return self._first.popleft()
+        if self._others:
+            self._overtaken = 0
+            return self._others.popleft()
+        return None
 
 
 def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:

@@ -72,7 +72,18 @@ async def work(
     """Runs ``fn(session, *args, **kwargs)`` in one writer transaction in a worker thread,
     once it is this unit's turn to write (SQLite: :class:`~chatmem.store.db.TaskGate`; the
     wait holds no thread)."""
-    async with db.slots.hold(), db.writers.hold():
+    return await _work(db, False, fn, *args, **kwargs)
+
+
+async def _work(
+    db: Database,
+    first: bool,
+    fn: Callable[Concatenate[Session, P], T],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    async with db.slots.hold(first=first), db.writers.hold(first=first):
         if db.async_sessionmaker is not None:
             return await _unit_async(db, fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, True, fn, *args, **kwargs))
@@ -113,9 +124,33 @@ async def quick_work(
     busy), with a connection that does not wait for the write lock; if another process holds
     that lock (``database is locked`` at ``BEGIN IMMEDIATE``, so nothing was done) the unit
     goes to a worker thread and waits there.  Elsewhere it is :func:`work`."""
+    return await _quick(db, False, fn, *args, **kwargs)
+
+
+async def first_work(
+    db: Database,
+    fn: Callable[Concatenate[Session, P], T],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """:func:`quick_work` for a unit on the way to a turn's first token (its admission, its
+    first events): it goes ahead of the other units waiting to write
+    (:class:`~chatmem.store.db.Turns`)."""
+    return await _quick(db, True, fn, *args, **kwargs)
+
+
+async def _quick(
+    db: Database,
+    first: bool,
+    fn: Callable[Concatenate[Session, P], T],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
     if not db.can_write_nowait:
-        return await work(db, fn, *args, **kwargs)
-    async with db.slots.hold(), db.writers.hold():
+        return await _work(db, first, fn, *args, **kwargs)
+    async with db.slots.hold(first=first), db.writers.hold(first=first):
         try:
             with db.connection_nowait() as connection:
                 # A session on the unit's connection joins its transaction: the unit sees a
@@ -133,4 +168,4 @@ async def quick_work(
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, True, fn, *args, **kwargs))
 
 
-__all__ = ["Session", "quick_work", "read", "work", "work_sync"]
+__all__ = ["Session", "first_work", "quick_work", "read", "work", "work_sync"]

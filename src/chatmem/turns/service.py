@@ -42,7 +42,7 @@ from chatmem.turns import recovery, usage
 from chatmem.turns.approvals import Approvals, Decision, decide
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
-from chatmem.turns.dbwork import quick_work, read, work
+from chatmem.turns.dbwork import first_work, read, work
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import Calibrations, TurnInputs, load_inputs
 from chatmem.turns.journal import EventJournal, stored_events
@@ -310,9 +310,9 @@ class TurnService:
         try:
             try:
                 # One short unit of work — on the event loop on SQLite when the write lock
-                # is free (``quick_work``): everything that can refuse the turn, then the
-                # message and the run.
-                inputs, servers, message_id = await quick_work(
+                # is free, ahead of other turns' later units (``first_work``): everything
+                # that can refuse the turn, then the message and the run.
+                inputs, servers, message_id = await first_work(
                     self.db,
                     self._admit_redo,
                     user_id,
