@@ -95,3 +95,38 @@ def test_append_message_counts_the_estimate_when_no_profile_names_a_tokenizer(
     with db.session() as session:
         (message,) = load_engine_conversation(session, cid, tokenizer="o200k_base").messages
     assert message.tokens == exact(row, "o200k_base")
+
+
+def test_the_tokenizers_in_use_are_the_databases_own_answer_read_now_and_then(
+    database_url: str,
+) -> None:
+    """One answer per database, shared by all its connections, read again only after
+    ``IN_USE_SECONDS`` (an injected clock); another database has its own."""
+    db, other = Database(database_url), Database(database_url)
+    db.migrate()
+    now = [100.0]
+    db.tokenizers_in_use.clock = lambda: now[0]
+    try:
+        with db.session() as session:
+            assert tokens.tokenizers_in_use(session) == {"estimate"}
+            user = accounts.create_user(session, "cal")
+            session.add(
+                ModelProfile(
+                    id=new_id(),
+                    user_id=user.id,
+                    name="gpt",
+                    base_url="https://api.example.com/v1",
+                    model="gpt-x",
+                    tokenizer="o200k_base",
+                )
+            )
+        with db.session() as session:  # within the interval: the answer as it was
+            assert tokens.tokenizers_in_use(session) == {"estimate"}
+        with other.session() as session:  # another database reads its own
+            assert tokens.tokenizers_in_use(session) == {"estimate", "o200k_base"}
+        now[0] += tokens.IN_USE_SECONDS
+        with db.session() as session:
+            assert tokens.tokenizers_in_use(session) == {"estimate", "o200k_base"}
+    finally:
+        db.dispose()
+        other.dispose()

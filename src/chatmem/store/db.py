@@ -35,6 +35,7 @@ from sqlalchemy.pool import StaticPool
 from chatmem.errors import ConfigurationError
 from chatmem.settings import Settings
 from chatmem.store.private import create_private_file, make_private_dir
+from chatmem.store.tokens import IN_USE_KEY, TokenizersInUse
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: Request sessions and units of work in flight at once, per process (``Database.slots``).
@@ -99,6 +100,10 @@ class Database:
         else:
             raise ConfigurationError(f"Unsupported database backend: {self.dialect}")
         self.engine: Engine = create_engine(self.url, **kwargs)
+        #: Which tokenizers a stored message is counted with, read now and then: one answer
+        #: for all of this database's connections (``store.tokens.tokenizers_in_use``).
+        self.tokenizers_in_use = TokenizersInUse()
+        self._hand_over(self.engine)
         #: SQLite only: connections that never wait for the write lock (see
         #: :meth:`connection_nowait`).  Not for an in-memory database, which is one shared
         #: connection.
@@ -112,6 +117,7 @@ class Database:
             _tune_sqlite(self.engine, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
             if "poolclass" not in kwargs:
                 self._nowait_engine = create_engine(self.url, **kwargs)
+                self._hand_over(self._nowait_engine)
                 _tune_sqlite(self._nowait_engine, busy_timeout_ms=0)
                 self._nowait_writer = self._nowait_engine.execution_options(
                     chatmem_begin="IMMEDIATE"
@@ -128,6 +134,7 @@ class Database:
                 pool_size=PG_ASYNC_POOL_SIZE,
                 max_overflow=PG_ASYNC_POOL_OVERFLOW,
             )
+            self._hand_over(self._async_engine.sync_engine)
             self.async_sessionmaker = async_sessionmaker(self._async_engine, expire_on_commit=False)
         # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so a
         # read transaction never has to upgrade after another writer committed (which fails
@@ -139,6 +146,13 @@ class Database:
             else self.engine,
             expire_on_commit=False,
         )
+
+    def _hand_over(self, engine: Engine) -> None:
+        """Each new connection of ``engine`` carries this database's shared answers."""
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(_dbapi_connection: Any, record: Any) -> None:
+            record.info[IN_USE_KEY] = self.tokenizers_in_use
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Database:

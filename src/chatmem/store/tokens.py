@@ -18,8 +18,8 @@ the messages it brings back rather than trusting the archived one.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, cast
 
 from sqlalchemy import Connection, bindparam, select, text, update
 from sqlalchemy.orm import Session
@@ -52,22 +52,42 @@ def counts_for_message(message: Message, names: Collection[str] | None = None) -
 #: How long :func:`tokenizers_in_use` trusts its last answer.  A stale answer costs nothing
 #: but a later count: a tokenizer a new profile uses is counted when first planned.
 IN_USE_SECONDS = 5.0
-_in_use: dict[str, tuple[float, frozenset[str]]] = {}
+#: Where a database's connections carry its :class:`TokenizersInUse` (``Connection.info``).
+IN_USE_KEY = "chatmem.tokenizers_in_use"
+
+
+class TokenizersInUse:
+    """The tokenizers to count at write time for one database: the estimate and each one a
+    profile names, read at most every :data:`IN_USE_SECONDS` (every stored message asks).
+    ``Database`` owns one and hands it to each of its connections (:data:`IN_USE_KEY`)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        #: Injectable (a test's clock).
+        self.clock = clock
+        self._answer: tuple[float, frozenset[str]] | None = None
+
+    def __call__(self, connection: Connection) -> frozenset[str]:
+        now = self.clock()
+        if self._answer is not None and now - self._answer[0] < IN_USE_SECONDS:
+            return self._answer[1]
+        found = read_tokenizers_in_use(connection)
+        self._answer = (now, found)
+        return found
+
+
+def read_tokenizers_in_use(db: Session | Connection) -> frozenset[str]:
+    named = db.execute(select(ModelProfile.tokenizer).distinct()).scalars()
+    return frozenset({"estimate", *(name for name in named if name in TOKEN_COLUMNS)})
 
 
 def tokenizers_in_use(db: Session | Connection) -> frozenset[str]:
-    """The tokenizers to count at write time: the estimate and each one a profile names
-    (read at most every :data:`IN_USE_SECONDS` per database: every stored message asks)."""
+    """The tokenizers to count at write time (the database's :class:`TokenizersInUse`; read
+    afresh on a connection of no ``Database``, as a migration's)."""
     connection = db.connection() if isinstance(db, Session) else db
-    key = str(connection.engine.url)
-    now = time.monotonic()
-    cached = _in_use.get(key)
-    if cached is not None and now - cached[0] < IN_USE_SECONDS:
-        return cached[1]
-    named = db.execute(select(ModelProfile.tokenizer).distinct()).scalars()
-    found = frozenset({"estimate", *(name for name in named if name in TOKEN_COLUMNS)})
-    _in_use[key] = (now, found)
-    return found
+    owner = connection.info.get(IN_USE_KEY)
+    if owner is None:
+        return read_tokenizers_in_use(connection)
+    return cast(frozenset[str], owner(connection))
 
 
 def fill_uncounted(connection: Connection, conversation_id: str, column: str) -> int:
