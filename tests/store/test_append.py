@@ -5,7 +5,6 @@ quota evicts as before."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -19,14 +18,6 @@ from chatmem.store.db import Database
 from chatmem.store.messages import append_message
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.conversations import Conversation, Message
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    database.migrate()
-    yield database
-    database.dispose()
 
 
 def test_the_returned_row_is_the_stored_one_and_in_the_session(db: Database) -> None:

@@ -3,7 +3,6 @@ use; any other exact count is counted once, when a plan first needs it, and stor
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,12 +27,11 @@ SAMPLE = Path(__file__).parent.parent / "exchange" / "samples" / "chatgpt_conver
 
 
 @pytest.fixture
-def db(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Database]:
-    monkeypatch.setattr(tokens, "IN_USE_SECONDS", 0.0)  # profiles change within a test
-    database = Database(database_url)
-    database.migrate()
-    yield database
-    database.dispose()
+def db(db: Database, monkeypatch: pytest.MonkeyPatch) -> Database:
+    """The store tests' database, reading the tokenizers in use at every write (profiles
+    change within a test)."""
+    monkeypatch.setattr(tokens, "IN_USE_SECONDS", 0.0)
+    return db
 
 
 def exact(message: Message, name: str) -> int:
@@ -49,19 +47,22 @@ def stored(db: Database, cid: str) -> list[Message]:
         return list(rows)
 
 
+def o200k_profile(user_id: str) -> ModelProfile:
+    """A profile whose tokenizer is ``o200k_base`` (so messages are counted with it)."""
+    return ModelProfile(
+        id=new_id(),
+        user_id=user_id,
+        name="gpt",
+        base_url="https://api.example.com/v1",
+        model="gpt-4o",
+        tokenizer="o200k_base",
+    )
+
+
 def test_import_counts_what_profiles_use_and_a_plan_counts_the_rest_once(db: Database) -> None:
     with db.session() as session:
         user = accounts.create_user(session, "ann")
-        session.add(
-            ModelProfile(
-                id=new_id(),
-                user_id=user.id,
-                name="gpt",
-                base_url="https://api.example.com/v1",
-                model="gpt-4o",
-                tokenizer="o200k_base",
-            )
-        )
+        session.add(o200k_profile(user.id))
         user_id = user.id
     with db.session() as session, SAMPLE.open("rb") as raw:
         owner = session.get(User, user_id)
@@ -110,16 +111,7 @@ def test_the_tokenizers_in_use_are_the_databases_own_answer_read_now_and_then(
         with db.session() as session:
             assert tokens.tokenizers_in_use(session) == {"estimate"}
             user = accounts.create_user(session, "cal")
-            session.add(
-                ModelProfile(
-                    id=new_id(),
-                    user_id=user.id,
-                    name="gpt",
-                    base_url="https://api.example.com/v1",
-                    model="gpt-x",
-                    tokenizer="o200k_base",
-                )
-            )
+            session.add(o200k_profile(user.id))
         with db.session() as session:  # within the interval: the answer as it was
             assert tokens.tokenizers_in_use(session) == {"estimate"}
         with other.session() as session:  # another database reads its own

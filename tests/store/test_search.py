@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,14 +24,6 @@ from chatmem.store.search import BULK_INDEX_ROWS, insert_messages, search_messag
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.types import new_id, utcnow
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    database.migrate()
-    yield database
-    database.dispose()
 
 
 def titles(db: Database, user_id: str, q: str) -> list[str]:
