@@ -41,6 +41,7 @@ from chatmem.context.values import Summary as EngineSummary
 from chatmem.store import projects
 from chatmem.store.db import connection_of
 from chatmem.store.profiles import PROFILE_COLUMNS, ProfileRecord, profile_from_columns
+from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.store.tables.profiles import McpServer, ModelProfile
 from chatmem.store.tables.projects import Project
@@ -408,6 +409,8 @@ class StepConversation:
     profile: ProfileRecord | None
     #: PROJ-1: the project whose instructions and files the conversation carries.
     project_id: str | None = None
+    #: USE-2: the owner's own included usage (session, week) where an administrator set it.
+    own_limits: tuple[float | None, float | None] = (None, None)
 
 
 _STEP = (
@@ -419,6 +422,8 @@ _STEP = (
         Conversation.archived_at,
         Conversation.recall,
         Conversation.project_id,
+        User.session_limit_usd,
+        User.week_limit_usd,
         *message_bounds(bindparam("cid")),
         *conversation_extras(bindparam("cid")),
         select(func.count(McpServer.id))
@@ -428,6 +433,7 @@ _STEP = (
         # The conversation's profile, read with it (``p_`` + the profile's column names).
         *(column.label(f"p_{column.key}") for column in PROFILE_COLUMNS),
     )
+    .join(User, User.id == Conversation.user_id)
     .outerjoin(ModelProfile, ModelProfile.id == Conversation.profile_id)
     .where(Conversation.id == bindparam("cid"))
 )
@@ -455,6 +461,7 @@ def step_conversation(
         recall=row.recall,
         profile=profile_from_columns(row._mapping, prefix="p_"),
         project_id=row.project_id,
+        own_limits=(row.session_limit_usd, row.week_limit_usd),
     )
 
 

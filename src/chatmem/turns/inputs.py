@@ -30,7 +30,7 @@ from chatmem.models.client import ModelEndpoint
 from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import connection_of
-from chatmem.store.engine import load_engine_conversation, step_conversation
+from chatmem.store.engine import StepConversation, load_engine_conversation, step_conversation
 from chatmem.store.messages import insert_message
 from chatmem.store.profiles import (
     AUTO_PROFILE,
@@ -300,13 +300,17 @@ def load_inputs(
     materialize: bool = False,
     calibrations: Calibrations | None = None,
     draft_files: Sequence[str] | None = None,
+    choose: Callable[[Connection, StepConversation], tuple[str | None, Mapping[str, Any]]]
+    | None = None,
 ) -> TurnInputs:
     """The inputs of one model step.  With ``user_id`` the conversation must be theirs
     (STORE-1); with ``live_only`` it must not be archived either (a new turn).  With
     ``materialize`` the messages are read into memory (a fold uses them after the
     transaction; otherwise they are a lazy view of it).  ``draft_files``: the files the
     draft is sent with — then only those of the images not attached to a message yet ride
-    with it (PROJ-2)."""
+    with it (PROJ-2).  ``choose(connection, conversation)`` (a new turn, USE-3/USE-4): the
+    profile that answers instead of the conversation's (None: its own) and who answers as
+    the feed shows it (``answered``)."""
     # One connection for every statement below (asking the session for it each time costs
     # more than most of the statements).
     connection = connection_of(session)
@@ -315,6 +319,10 @@ def load_inputs(
         raise NotFound("conversation")
     if live_only and row.archived_at is not None:
         raise NotFound("conversation")
+    answered: dict[str, Any] | None = None
+    if choose is not None:
+        instead, shown = choose(connection, row)
+        profile_override, answered = instead, dict(shown)
     if profile_override is None or profile_override == row.profile_id:
         target = resolve_target(connection, row.user_id, row.profile_id, secrets, read=row.profile)
     else:
@@ -381,6 +389,7 @@ def load_inputs(
         mcp_servers=row.mcp_servers,
         tokenizer=tokenizer,
         recall=recall,
+        answered={**answered, "profile_id": target.profile_id} if answered is not None else None,
     )
 
 

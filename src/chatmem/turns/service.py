@@ -18,7 +18,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import anyio
@@ -34,6 +34,7 @@ from chatmem.settings import Settings
 from chatmem.store import runs, versions
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
+from chatmem.store.engine import StepConversation
 from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import File
@@ -402,7 +403,6 @@ class TurnService:
         first step's inputs (the plan with the message as the draft) and the servers.
         ``turn_start``: the turn answers messages already stored from there on (the
         OpenAI-compatible endpoint's tool results); ``content`` is then no draft."""
-        answerer = self._answerer(session, user_id, conversation_id)
         inputs = load_inputs(
             session,
             conversation_id,
@@ -410,14 +410,11 @@ class TurnService:
             draft=None if turn_start else content,
             draft_files=file_ids,  # PROJ-2: only the chosen images go with the question
             user_id=user_id,
-            profile_override=answerer.profile_id if answerer.reason else None,
             secrets=self.secrets,
             live_only=True,
             calibrations=self.calibrations,
+            choose=self._answerer,
         )
-        answered = answerer.public()
-        answered["profile_id"] = inputs.target.profile_id
-        inputs = replace(inputs, answered=answered)
         servers = (
             load_mcp_servers(session, self.settings, self.secrets) if inputs.mcp_servers else []
         )
@@ -437,10 +434,20 @@ class TurnService:
                 raise NotFound("file")
         return inputs, servers
 
-    def _answerer(self, session: Any, user_id: str, conversation_id: str) -> usage.Answerer:
+    def _answerer(
+        self, connection: Any, conversation: StepConversation
+    ) -> tuple[str | None, dict[str, Any]]:
         """USE-3/USE-4: the profile that answers — the conversation's choice, unless it is
-        locked (the fallback answers) or "Auto" (the best one allowed now)."""
-        return usage.turn_answerer(session, user_id, conversation_id, self.settings)
+        locked (the fallback answers) or "Auto" (the best one allowed now) — read with the
+        conversation; and who answers, as the feed shows it."""
+        answerer = usage.chosen_answerer(
+            connection,
+            conversation.user_id,
+            conversation.profile_id,
+            conversation.own_limits,
+            self.settings,
+        )
+        return (answerer.profile_id if answerer.reason else None), answerer.public()
 
     def _admit_turn(
         self,

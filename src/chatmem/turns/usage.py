@@ -45,7 +45,6 @@ from chatmem.store.profiles import (
     visible_profile,
 )
 from chatmem.store.tables.accounts import User
-from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.types import iso, utcnow
 
@@ -78,14 +77,9 @@ class Included:
 
 
 _OWN_LIMITS = select(User.session_limit_usd, User.week_limit_usd).where(User.id == bindparam("uid"))
+
+
 # The chosen profile and the owner's limits in one read (every turn, USE-3/USE-4).
-_CHOICE = (
-    select(Conversation.profile_id, User.session_limit_usd, User.week_limit_usd)
-    .join(User, User.id == Conversation.user_id)
-    .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
-)
-
-
 def included_usage(
     session: Session | Connection,
     user_id: str,
@@ -370,17 +364,17 @@ def resolve_auto_profile(
     return Answerer(ranked[0].id, "auto", ranked[0].name)
 
 
-def turn_answerer(
-    session: Session | Connection, user_id: str, conversation_id: str, settings: Settings
+def chosen_answerer(
+    session: Session | Connection,
+    user_id: str,
+    chosen: str | None,
+    own: tuple[float | None, float | None],
+    settings: Settings,
 ) -> Answerer:
-    """:func:`answering_profile` for the user's conversation (its choice and the user's own
-    limits read together; a conversation that is not theirs has no choice, and the caller's
-    ownership check refuses it)."""
-    row = connection_of(session).execute(_CHOICE, {"cid": conversation_id, "uid": user_id}).first()
-    if row is None:
-        return Answerer(None)
-    limits = included_usage(session, user_id, settings, own=(row[1], row[2]))
-    return answering_profile(session, user_id, row[0], settings, limits=limits)
+    """:func:`answering_profile` for a conversation's choice, the user's own limits (``own``)
+    read with the conversation (``store.engine.step_conversation``)."""
+    limits = included_usage(session, user_id, settings, own=own)
+    return answering_profile(session, user_id, chosen, settings, limits=limits)
 
 
 def answering_profile(
