@@ -158,7 +158,7 @@ class Settings(BaseSettings):
         "(PROV-3); a server's own setting overrides it.",
     )
     mcp_first_wait: float = Field(
-        default=0.25,
+        default=0.2,
         ge=0,
         description="Seconds a turn waits for an MCP server still on its very first "
         "connection (once; a hung server is then skipped until it answers).",

@@ -368,7 +368,7 @@ class McpPool:
 
     policy: EndpointPolicy
     refresh: float = 60.0
-    first_wait: float = 0.25
+    first_wait: float = 0.2
     http_factory: HttpFactory = _pinned_http_client
     _links: dict[str, ServerLink] = field(default_factory=dict)
     _closing: set[asyncio.Task[None]] = field(default_factory=set)
