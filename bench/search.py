@@ -42,7 +42,7 @@ from chatmem.store.db import Database
 from chatmem.store.migrations import alembic_config
 from chatmem.store.search import fts5_query, tsquery
 from chatmem.store.tables.accounts import User
-from store import DATA, PG_URL, build_fixture
+from store import DATA, PG_URL, build_fixture, build_sqlite_fixture
 
 # bench/store.py's mix: rare, absent together, common, a short prefix, a longer prefix.
 QUERIES = ("volcano", "tolstoy espresso", "w0042", "w4", "kuber")
@@ -135,18 +135,7 @@ def sqlite_fixture() -> Path:
         return path
     for old in DATA.glob("search-*.db"):  # an older schema's copy
         old.unlink()
-    building = path.with_suffix(f".building-{os.getpid()}")
-    started = time.perf_counter()
-    db = Database(f"sqlite:///{building}")
-    db.migrate()
-    build_fixture(db, 50_000, 20)
-    with db.engine.begin() as conn:
-        conn.execute(text("ANALYZE"))
-    with db.engine.connect() as conn:
-        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-    db.dispose()
-    building.rename(path)
-    print(f"built the SQLite fixture in {time.perf_counter() - started:.0f} s", flush=True)
+    build_sqlite_fixture(path)
     return path
 
 

@@ -178,6 +178,28 @@ def measure_list_and_search(db: Database, user_id: str, label: str) -> None:
             )
 
 
+def build_sqlite_fixture(path: Path) -> None:
+    """The 50,000-conversation / 1,000,000-message SQLite fixture at ``path``: built under a
+    temporary name and renamed when complete, so an interrupted build is never mistaken for
+    a cached fixture; analysed and checkpointed, so it opens ready."""
+    building = path.with_suffix(f".building-{os.getpid()}")
+    started = time.perf_counter()
+    db = Database(f"sqlite:///{building}")
+    db.migrate()
+    build_fixture(db, 50_000, 20)
+    with db.engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    with db.engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.dispose()
+    building.rename(path)
+    print(
+        f"built the SQLite fixture (50,000 conversations, 1,000,000 messages) in "
+        f"{time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
+
+
 def bench_sqlite_large() -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     probe = Database(f"sqlite:///{DATA / 'probe.db'}")
@@ -189,24 +211,7 @@ def bench_sqlite_large() -> None:
         (DATA / f"probe.db{suffix}").unlink(missing_ok=True)
     path = DATA / f"store-{revision}-v{FIXTURE_VERSION}.db"
     if not path.exists():
-        # Built under a temporary name and renamed when complete, so an interrupted build is
-        # never mistaken for a cached fixture.
-        building = path.with_suffix(f".building-{os.getpid()}")
-        started = time.perf_counter()
-        db = Database(f"sqlite:///{building}")
-        db.migrate()
-        build_fixture(db, 50_000, 20)
-        with db.engine.begin() as conn:
-            conn.execute(text("ANALYZE"))
-        with db.engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-        db.dispose()
-        building.rename(path)
-        print(
-            f"built the SQLite fixture (50,000 conversations, 1,000,000 messages) in "
-            f"{time.perf_counter() - started:.0f} s",
-            flush=True,
-        )
+        build_sqlite_fixture(path)
     db = Database(f"sqlite:///{path}")
     db.migrate()
     with db.engine.connect() as conn:
