@@ -88,6 +88,57 @@ def test_the_scanner_bounds_strings_and_sees_top_keys_and_nul(value: Any, cuts: 
         assert scanner.saw_nul
 
 
+class ExactScanner(JsonScanner):
+    """The scanner without its skim: every chunk read a bracket at a time."""
+
+    def _skim(self, chunk: bytes, pos: int, base: int) -> int:
+        return pos
+
+
+def outcome(scanner: JsonScanner, data: bytes, cuts: list[int]) -> tuple[Any, ...]:
+    try:
+        feed(scanner, data, cuts)
+    except InvalidInput as exc:
+        return ("refused", str(exc))
+    return (scanner.depth, scanner.offset, scanner._item_start, scanner.saw_nul)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(VALUES, max_size=6),
+    st.lists(st.integers(0, 10_000), max_size=8),
+    st.integers(1, 8),
+    st.integers(1, 40),
+    st.integers(1, 300),
+    st.sampled_from([None, 1, 2, 3]),
+)
+def test_the_skim_agrees_with_the_exact_scan(
+    items: list[Any], cuts: list[int], depth: int, string: int, item: int, item_depth: int | None
+) -> None:
+    """Whole chunks are skimmed (issue 16): same refusals, offsets and state as reading a
+    bracket at a time, wherever the bounds and the cuts fall."""
+    data = json.dumps(items, ensure_ascii=False).encode()
+    bounds = Bounds(max_depth=depth, max_string_bytes=string, max_item_bytes=item)
+    assert outcome(JsonScanner(bounds, item_depth=item_depth), data, cuts) == outcome(
+        ExactScanner(bounds, item_depth=item_depth), data, cuts
+    )
+
+
+def test_a_long_text_export_is_skimmed_with_its_bounds() -> None:
+    """Text-heavy conversations in 64 KiB chunks (the skim's case): a conversation over the
+    bound is still refused at the bracket that crosses it, as by the exact scan."""
+    text = 'words, "quoted" \\ [brackets] {braces} \u0000 and more; ' * 40
+    conversation = {"id": "c", "mapping": {f"n{i}": {"parts": [text]} for i in range(30)}}
+    data = json.dumps([conversation] * 40).encode()
+    size = len(json.dumps(conversation).encode())
+    cuts = list(range(65536, len(data), 65536))
+    for limit in (size - 2, size - 1, 10 * size):
+        bounds = Bounds(max_item_bytes=limit)
+        skimmed = outcome(JsonScanner(bounds, item_depth=2), data, cuts)
+        assert skimmed == outcome(ExactScanner(bounds, item_depth=2), data, cuts)
+        assert (skimmed[0] == "refused") == (limit < size - 1)
+
+
 def test_a_value_string_never_reads_as_a_top_key() -> None:
     # The closing quote of "][\\n" and the opening quote of ":" look like a string ", "
     # followed by a colon to a search that may start anywhere.

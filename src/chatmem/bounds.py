@@ -8,9 +8,13 @@ pass a cheap structural scan *before* any parser sees them:
 * :class:`JsonScanner` follows the bytes as they arrive, chunk by chunk, and refuses a nesting
   deeper than ``max_depth``, a string longer than ``max_string_bytes`` (as sent, escapes
   included) and — for imports — one conversation larger than ``max_item_bytes``.  It tracks
-  only a depth counter and whether it is inside a string: one regular expression consumes
-  everything between two brackets (strings included), so Python code runs per bracket, not
-  per byte.  It can also report the keys of the top-level object (the import's own format
+  only a depth counter and whether it is inside a string.  A chunk is first *skimmed* with a
+  few whole-chunk byte operations (escaped quotes masked, the chunk split at its quotes, the
+  brackets outside strings counted into a depth profile), so Python code runs per chunk, not
+  per bracket (issue 16: the scan had cost more than parsing the file); any chunk where a
+  bound is near (or that holds what only the exact scan handles: a top-level object's keys,
+  bytes no valid JSON has) is scanned exactly, one regular expression per span between two
+  brackets.  It can also report the keys of the top-level object (the import's own format
   refuses unknown ones without building the document).
 * :func:`loads` parses a request body that passed the scan and checks the value: strings
   valid Unicode without NUL (no lone surrogate, no ``\\u0000`` — PostgreSQL cannot store NUL
@@ -27,8 +31,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate, count
+from operator import sub
 from typing import Any
 
 from chatmem.errors import InvalidInput
@@ -58,6 +65,22 @@ _OPEN = frozenset(b"[{")
 _TOP_BUFFER = 64 * 1024
 _QUOTE = ord('"')
 _NUL_ESCAPE = b"\\u0000"
+# The skim's tables: escapes masked by bytes of the same length (NUL, which no valid JSON
+# holds outside a string — such a chunk is scanned exactly); every byte but a bracket
+# deleted; an opening bracket as a step of 2 and a closing one as 0 (the depth after bracket
+# ``i`` is the running sum minus ``i + 1``); every bracket as \x01 (any \x01 as \x02).
+_ESCAPED_BACKSLASH = b"\\\\"
+_ESCAPED_QUOTE = b'\\"'
+_MASK = b"\0\0"
+_BRACKETS = b"[]{}"
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in _BRACKETS)
+_STEPS = bytes(2 if byte in b"[{" else 0 for byte in range(256))
+_MARKED = bytes(1 if byte in _BRACKETS else 2 if byte == 1 else byte for byte in range(256))
+# The skim holds a piece per string of what it reads: it reads at most this much at a time,
+# and leaves to the exact scan a chunk denser in quotes than one per this many bytes (keys
+# and short values: little to gain, and a piece object costs more than the bytes it holds).
+_SKIM_BYTES = 256 * 1024
+_SKIM_BYTES_PER_QUOTE = 12
 _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -146,6 +169,10 @@ class JsonScanner:
     # -- the scan -------------------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> None:
+        if len(chunk) > _SKIM_BYTES:  # a whole body: in slices (the result is the same)
+            for start in range(0, len(chunk), _SKIM_BYTES):
+                self.feed(chunk[start : start + _SKIM_BYTES])
+            return
         if not self.saw_nul:
             # The escape may be cut across several small chunks: the last five bytes seen so
             # far (whatever chunks they came in) are kept to be read with the next one.
@@ -154,11 +181,16 @@ class JsonScanner:
         base = self.offset
         end = len(chunk)
         pos = 0
+        skimmed = False
         while pos < end:
             if self._in_string:
                 stop = self._finish_string(chunk, pos)
                 self._keep_top(chunk, pos, stop)
                 pos = stop
+                continue
+            if not skimmed:  # once per chunk, outside a string: most of it in one go
+                skimmed = True
+                pos = self._skim(chunk, pos, base)
                 continue
             match = _SPAN.match(chunk, pos)
             assert match is not None  # the pattern matches the empty string
@@ -198,6 +230,68 @@ class JsonScanner:
         self._check_item(self.offset)
         if len(self._top) > _TOP_BUFFER:
             self._report_top_keys(final=False)
+
+    def _skim(self, chunk: bytes, pos: int, base: int) -> int:
+        """The chunk from ``pos`` (outside a string) up to the string it ends in, if any,
+        followed with whole-chunk byte operations rather than a step per bracket; returns
+        where the exact scan takes over (``pos`` itself when this part needs it: a bound
+        that could be reached here, a top-level object's bytes, or bytes no valid JSON has
+        outside a string).  Nothing changes unless the whole part passed."""
+        bounds = self.bounds
+        if self.item_depth is not None and len(chunk) - pos > bounds.max_item_bytes:
+            return pos  # an item's size is only known here to within the chunk
+        part = chunk[pos:] if pos else chunk
+        if part.count(b'"') * _SKIM_BYTES_PER_QUOTE > len(part):
+            return pos  # mostly keys and short values: a piece per string costs too much
+        if b"\\" in part:  # escapes masked, same length: every quote left delimits a string
+            part = part.replace(_ESCAPED_BACKSLASH, _MASK).replace(_ESCAPED_QUOTE, _MASK)
+        pieces = part.split(b'"')  # outside, string, outside, string, …
+        stop = pos + len(part)
+        if len(pieces) % 2 == 0:  # the chunk ends in a string: the exact scan follows it
+            stop -= len(pieces.pop()) + 1
+        outside = b"".join(pieces[0::2])
+        if b"\\" in outside or b"\0" in outside:
+            return pos  # a backslash or NUL outside a string: not JSON, scanned exactly
+        if len(part) > bounds.max_string_bytes and (
+            max(map(len, pieces[1::2]), default=0) > bounds.max_string_bytes
+        ):
+            return pos
+        brackets = outside.translate(None, _NOT_BRACKETS)
+        try:
+            # The depth before the first bracket and after each one.
+            depths = bytes(
+                map(sub, accumulate(brackets.translate(_STEPS), initial=self.depth), count())
+            )
+        except ValueError:  # below 0 (stray closers: clamped exactly) or past 255
+            return pos
+        if max(depths) > bounds.max_depth:
+            return pos  # refused by the exact scan, with its offset
+        if self.on_top_key is not None and min(depths) <= 1:
+            return pos  # a top-level object's own bytes: its keys are read exactly
+        if self.item_depth is not None:
+            if self._item_start is not None and base + len(chunk) - self._item_start > (
+                bounds.max_item_bytes
+            ):
+                return pos  # the open item may reach its bound in this chunk
+            inner = self.item_depth
+            opened = depths.rfind(bytes([inner - 1, inner])) if inner > 0 else -1
+            closed = depths.rfind(bytes([inner, inner - 1])) if inner > 0 else -1
+            if opened > closed:  # an item is still open: where its bracket is
+                self._item_start = base + pos + self._bracket_at(pieces, outside, opened)
+            elif closed >= 0:
+                self._item_start = None
+        self.depth = depths[-1]
+        return stop
+
+    @staticmethod
+    def _bracket_at(pieces: list[bytes], outside: bytes, index: int) -> int:
+        """The position in ``pieces`` joined with quotes of the ``index``-th bracket outside
+        strings (``outside``: the outside pieces joined)."""
+        before = outside.translate(_MARKED).split(b"\x01", index + 1)
+        at = sum(map(len, before[: index + 1])) + index  # in ``outside``
+        ends = list(accumulate(map(len, pieces[0::2])))
+        k = bisect_right(ends, at)  # the outside piece holding it: after k strings
+        return at + sum(map(len, pieces[1 : 2 * k : 2])) + 2 * k
 
     def _keep_top(self, chunk: bytes, start: int, stop: int) -> None:
         """Bytes of the top-level object itself (keys and scalar values, not nested values)
