@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -58,6 +59,11 @@ PG_ASYNC_POOL_SIZE = 5
 PG_ASYNC_POOL_OVERFLOW = 11
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
 SQLITE_CACHE_KIB = 32 * 1024
+#: PostgreSQL: a pooled connection idle for longer than this is pinged before it is used (a
+#: server restart, a failover or an idle timeout may have closed it meanwhile); one back in
+#: the pool for less goes straight to work.  ``pool_pre_ping`` pinged on every checkout: a
+#: network round trip on each unit of work, two of them on the way to a turn's first token.
+PG_PING_AFTER_IDLE_S = 2.0
 # Any constant shared by every replica; identifies "chatmem schema migration" for pg locks.
 _PG_MIGRATION_LOCK = 7_245_113_901
 
@@ -96,10 +102,12 @@ class Database:
             else:
                 kwargs.update(pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW)
         elif self.dialect == "postgresql":
-            kwargs.update(pool_pre_ping=True, pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_OVERFLOW)
+            kwargs.update(pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_OVERFLOW)
         else:
             raise ConfigurationError(f"Unsupported database backend: {self.dialect}")
         self.engine: Engine = create_engine(self.url, **kwargs)
+        if self.dialect == "postgresql":
+            ping_when_idle(self.engine, PG_PING_AFTER_IDLE_S)
         #: Which tokenizers a stored message is counted with, read now and then: one answer
         #: for all of this database's connections (``store.tokens.tokenizers_in_use``).
         self.tokenizers_in_use = TokenizersInUse()
@@ -129,11 +137,9 @@ class Database:
         self._async_engine: AsyncEngine | None = None
         if self.dialect == "postgresql":
             self._async_engine = create_async_engine(
-                self.url,
-                pool_pre_ping=True,
-                pool_size=PG_ASYNC_POOL_SIZE,
-                max_overflow=PG_ASYNC_POOL_OVERFLOW,
+                self.url, pool_size=PG_ASYNC_POOL_SIZE, max_overflow=PG_ASYNC_POOL_OVERFLOW
             )
+            ping_when_idle(self._async_engine.sync_engine, PG_PING_AFTER_IDLE_S)
             self._hand_over(self._async_engine.sync_engine)
             self.async_sessionmaker = async_sessionmaker(self._async_engine, expire_on_commit=False)
         # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so a
@@ -354,6 +360,36 @@ class Turns:
             self._overtaken = 0
             return self._others.popleft()
         return None
+
+
+def ping_when_idle(
+    engine: Engine, idle_s: float, clock: Callable[[], float] = time.monotonic
+) -> None:
+    """Pings a pooled connection at checkout when it sat in the pool for more than ``idle_s``
+    seconds; a dead one is replaced before anybody uses it (the pool retries its checkout on
+    :class:`~sqlalchemy.exc.DisconnectionError`).  A connection that dies while in use fails
+    that unit of work, and SQLAlchemy then invalidates the rest of the pool, as with
+    ``pool_pre_ping``.  Works for the asyncio driver too: checkout runs in the greenlet that
+    awaits the driver."""
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = clock()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop(_IDLE_SINCE, None)
+        if since is None or clock() - since <= idle_s:
+            return  # new, or back in the pool only just now
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            raise DisconnectionError(f"a pooled connection is gone: {exc}") from exc
+        if not alive:
+            raise DisconnectionError("a pooled connection is gone")
+
+
+_IDLE_SINCE = "chatmem_idle_since"
 
 
 def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:
