@@ -6,6 +6,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from fastapi import Request
 from fastapi.testclient import TestClient
 from tests.support.app import ApiUser, make_user
 from tests.support.clock import ManualClock
@@ -135,3 +136,26 @@ def test_remembered_credentials_expire_and_never_outlive_a_browser_session(
     cache.put("cookie", "u2", "csrf", expires_at=utcnow() + timedelta(days=1))
     cache.forget("cookie")
     assert cache.get("cookie") is None
+
+
+def _request(headers: dict[str, str]) -> Request:
+    raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    return Request({"type": "http", "method": "POST", "path": "/", "headers": raw})
+
+
+def test_the_cache_knows_a_credential_checked_a_moment_ago() -> None:
+    """The turn routes authenticate on the event loop, with no thread and no query, when the
+    request's credential is in the cache (``knows``); else they ask the database."""
+    cache = CredentialCache()
+    cache.put("tok", "u1")
+    cache.put("sess", "u2", "csrf", expires_at=utcnow() + timedelta(days=1))
+    assert cache.knows(_request({"Authorization": "Bearer tok"}))
+    assert not cache.knows(_request({"Authorization": "Bearer other"}))
+    assert cache.knows(_request({"Cookie": f"{deps.SESSION_COOKIE}=sess"}))
+    assert not cache.knows(_request({"Cookie": f"{deps.SESSION_COOKIE}=gone"}))
+    assert not cache.knows(_request({}))
+    # A Bearer header decides, as in authenticated_user_id: a cached cookie beside an
+    # unknown token is not enough.
+    assert not cache.knows(
+        _request({"Authorization": "Bearer other", "Cookie": f"{deps.SESSION_COOKIE}=sess"})
+    )

@@ -51,6 +51,8 @@ async def authenticated(request: Request) -> str:
     request-wide ``DbSession`` of a write request holds the SQLite write lock until the
     response, which would block the turn's own units of work.  Same rules as
     ``CurrentUser`` (Bearer token, or session cookie with the CSRF check)."""
+    if request.app.state.credentials.knows(request):
+        return authenticated_user_id(request)  # checked a moment ago: no query, no thread
     return await short_read(request, _authenticate)
 
 
