@@ -6,8 +6,8 @@ recovered answer.  Storing is a group commit: one writer task per run stores eve
 since its last write in one transaction, publishes that batch in order, and goes again while
 events keep coming — so the first delta goes out after one short write, and a fast stream
 costs a write per batch, not per token.  On SQLite the batch is written on the event loop once
-it is its turn (``quick_work``: a thread hop costs more than the insert); the run's first batch
-goes ahead of other runs' later ones (``first_work``: it holds the first token).
+it is its turn (``quick_core_work``: a thread hop costs more than the insert); the run's first
+batch goes ahead of other runs' later ones (``first_core_work``: it holds the first token).
 
 A checkpoint (:meth:`EventJournal.flush`: a stored message, a tool call, the end of the run)
 waits for the writer, then stores what is left together with its own writes in one
@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.turns.coordinator import Coordinator
-from chatmem.turns.dbwork import first_work, quick_work, work
+from chatmem.turns.dbwork import first_core_work, quick_core_work, work
 from chatmem.turns.events import RunEvent
 
 T = TypeVar("T")
@@ -52,7 +52,7 @@ class EventJournal:
         self._seq = start_seq
         self._pending: list[RunEvent] = []
         self._writer: asyncio.Task[None] | None = None
-        #: Until a batch is stored, the next one holds the run's first token (``first_work``).
+        #: Until a batch is stored, the next one holds the first token (``first_core_work``).
         self._first = start_seq == 0
 
     @property
@@ -90,7 +90,7 @@ class EventJournal:
         while self._pending:
             batch, self._pending = self._pending, []
             try:
-                unit = first_work if self._first else quick_work
+                unit = first_core_work if self._first else quick_core_work
                 await unit(self._db, runs.store_events, self.run_id, batch)
                 self._first = False
             except Exception:
