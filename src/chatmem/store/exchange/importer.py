@@ -57,7 +57,7 @@ from chatmem.store.tokens import (
     tokenizers_in_use,
     with_fresh_estimate,
 )
-from chatmem.store.types import new_id, utcnow
+from chatmem.store.types import new_id, new_ids, utcnow
 
 BATCH = 2_000
 IMAGE_TYPES = frozenset(FORMATS.values())
@@ -297,7 +297,11 @@ def _id_map(
             and _ids_free(session, File, file_ids, _FILE_ID_MAX, pending)
         ):
             return conversation.id, {i: i for i in message_ids}, {i: i for i in file_ids}
-    return new_id(), {i: new_id() for i in message_ids}, {i: new_id() for i in file_ids}
+    return (
+        new_id(),
+        dict(zip(message_ids, new_ids(len(message_ids)), strict=True)),
+        dict(zip(file_ids, new_ids(len(file_ids)), strict=True)),
+    )
 
 
 def _write(
@@ -398,19 +402,28 @@ def message_rows(
     cached = cached or {}
     for seq, message in enumerate(conversation.messages, start=1):
         kept = cached.get(message.id) or {}
-        value = EngineMessage(
-            id=mids[message.id],
-            role=message.role,
-            content=clean(message.content),
-            tool_calls=message.tool_calls,
-            tool_call_id=message.tool_call_id,
-        )
+        mid = mids[message.id]
+        content = clean(message.content)
+        counts = kept.get("counted")  # by prepare(), moments ago: as they are
+        if not counts:  # counted here (the engine's value of the message is only for that)
+            value = EngineMessage(
+                id=mid,
+                role=message.role,
+                content=content,
+                tool_calls=message.tool_calls,
+                tool_call_id=message.tool_call_id,
+            )
+            counts = (
+                with_fresh_estimate(kept["tokens"], value)
+                if kept.get("tokens")
+                else counts_for_message(value)
+            )
         yield {
-            "id": value.id,
+            "id": mid,
             "conversation_id": cid,
             "seq": kept.get("seq") or seq,
             "role": message.role,
-            "content": value.content,
+            "content": content,
             "created_at": message.created_at or now,
             "tool_calls": [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
@@ -420,13 +433,7 @@ def message_rows(
             "excluded": message.excluded,
             "hidden": message.hidden,
             "meta": kept.get("meta"),
-            **(
-                kept["counted"]  # by prepare(), moments ago: as they are
-                if kept.get("counted")
-                else with_fresh_estimate(kept["tokens"], value)
-                if kept.get("tokens")
-                else counts_for_message(value)
-            ),
+            **counts,
         }
 
 
