@@ -142,6 +142,13 @@ class Database:
             ping_when_idle(self._async_engine.sync_engine, PG_PING_AFTER_IDLE_S)
             self._hand_over(self._async_engine.sync_engine)
             self.async_sessionmaker = async_sessionmaker(self._async_engine, expire_on_commit=False)
+        #: PostgreSQL: the same pool in autocommit, for a unit that is one statement (atomic
+        #: by itself): it needs no BEGIN and no COMMIT, two round trips of its three.
+        self.async_autocommit: AsyncEngine | None = (
+            self._async_engine.execution_options(isolation_level="AUTOCOMMIT")
+            if self._async_engine is not None
+            else None
+        )
         # Writers on SQLite take the write lock when they begin (BEGIN IMMEDIATE), so a
         # read transaction never has to upgrade after another writer committed (which fails
         # at once).  The async callers wait their turn first (``writers``).  Readers stay

@@ -141,28 +141,39 @@ async def first_work(
     return await _quick(db, True, fn, *args, **kwargs)
 
 
-async def first_core_work(
+async def first_statement(
     db: Database,
     fn: Callable[Concatenate[Connection, P], T],
     /,
     *args: P.args,
     **kwargs: P.kwargs,
 ) -> T:
-    """:func:`first_work` for a unit of Core statements: ``fn`` gets the unit's
-    ``Connection`` (no ORM session is set up and torn down around it — a tenth of a
-    millisecond on the way to the first token)."""
-    return await _quick_core(db, True, lambda connection: fn(connection, *args, **kwargs))
+    """:func:`first_work` for a unit of Core statements that is a single statement on
+    PostgreSQL: ``fn`` gets the unit's ``Connection`` (no ORM session is set up and torn
+    down around it: a tenth of a millisecond on SQLite, on the way to the first token).  On
+    PostgreSQL it runs in autocommit — the statement is its own transaction, without the
+    BEGIN and COMMIT round trips.  On SQLite ``fn`` may run several statements (in-process),
+    in one writer transaction as for :func:`first_work`."""
+    return await _statement(db, True, lambda connection: fn(connection, *args, **kwargs))
 
 
-async def quick_core_work(
+async def quick_statement(
     db: Database,
     fn: Callable[Concatenate[Connection, P], T],
     /,
     *args: P.args,
     **kwargs: P.kwargs,
 ) -> T:
-    """:func:`quick_work` for a unit of Core statements (see :func:`first_core_work`)."""
-    return await _quick_core(db, False, lambda connection: fn(connection, *args, **kwargs))
+    """:func:`quick_work` for a unit that is one statement on PostgreSQL (see
+    :func:`first_statement`)."""
+    return await _statement(db, False, lambda connection: fn(connection, *args, **kwargs))
+
+
+async def _statement(db: Database, first: bool, fn: Callable[[Connection], T]) -> T:
+    if db.async_autocommit is None:
+        return await _quick_core(db, first, fn)
+    async with db.slots.hold(first=first), db.async_autocommit.connect() as connection:
+        return await connection.run_sync(fn)
 
 
 async def _quick(
@@ -205,9 +216,9 @@ async def _quick_core(db: Database, first: bool, fn: Callable[[Connection], T]) 
 
 __all__ = [
     "Session",
-    "first_core_work",
+    "first_statement",
     "first_work",
-    "quick_core_work",
+    "quick_statement",
     "quick_work",
     "read",
     "work",

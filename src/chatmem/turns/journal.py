@@ -6,8 +6,9 @@ recovered answer.  Storing is a group commit: one writer task per run stores eve
 since its last write in one transaction, publishes that batch in order, and goes again while
 events keep coming — so the first delta goes out after one short write, and a fast stream
 costs a write per batch, not per token.  On SQLite the batch is written on the event loop once
-it is its turn (``quick_core_work``: a thread hop costs more than the insert); the run's first
-batch goes ahead of other runs' later ones (``first_core_work``: it holds the first token).
+it is its turn (``quick_statement``: a thread hop costs more than the insert); the run's first
+batch goes ahead of other runs' later ones (``first_statement``: it holds the first token).
+On PostgreSQL a batch is one statement (``runs.store_events``), run in autocommit.
 
 A checkpoint (:meth:`EventJournal.flush`: a stored message, a tool call, the end of the run)
 waits for the writer, then stores what is left together with its own writes in one
@@ -26,7 +27,7 @@ from sqlalchemy.orm import Session
 from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.turns.coordinator import Coordinator
-from chatmem.turns.dbwork import first_core_work, quick_core_work, work
+from chatmem.turns.dbwork import first_statement, quick_statement, work
 from chatmem.turns.events import RunEvent
 
 T = TypeVar("T")
@@ -52,7 +53,7 @@ class EventJournal:
         self._seq = start_seq
         self._pending: list[RunEvent] = []
         self._writer: asyncio.Task[None] | None = None
-        #: Until a batch is stored, the next one holds the first token (``first_core_work``).
+        #: Until a batch is stored, the next one holds the first token (``first_statement``).
         self._first = start_seq == 0
 
     @property
@@ -90,7 +91,7 @@ class EventJournal:
         while self._pending:
             batch, self._pending = self._pending, []
             try:
-                unit = first_core_work if self._first else quick_core_work
+                unit = first_statement if self._first else quick_statement
                 await unit(self._db, runs.store_events, self.run_id, batch)
                 self._first = False
             except Exception:
