@@ -59,7 +59,16 @@ class LiveServer:
         self.app = create_app(settings)
         self.port = _free_port()
         self.server = uvicorn.Server(
-            uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
+            # A keep-alive longer than the benchmark: with uvicorn's 5 s, a pooled connection
+            # idle that long on a slow machine was closed just as the client reused it, and
+            # a POST is not retried (httpx.ReadError).
+            uvicorn.Config(
+                self.app,
+                host="127.0.0.1",
+                port=self.port,
+                log_level="warning",
+                timeout_keep_alive=120,
+            )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
