@@ -471,8 +471,18 @@ async def chatmem_turn(
 # --- phases -----------------------------------------------------------------------------------
 
 
+#: The client drops a connection idle this long, before the servers do (uvicorn: 5 s, as
+#: httpx's default): reusing one just as the server closes it fails the request
+#: (``RemoteProtocolError``), a race a slow machine's pauses between phases made real.
+CLIENT_KEEPALIVE_S = 2.0
+
+
 def async_client(connections: int, timeout: float = 120) -> httpx.AsyncClient:
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    limits = httpx.Limits(
+        max_connections=connections,
+        max_keepalive_connections=connections,
+        keepalive_expiry=CLIENT_KEEPALIVE_S,
+    )
     return httpx.AsyncClient(timeout=timeout, limits=limits)
 
 
@@ -688,7 +698,7 @@ async def watchers(peer: Peer, model: RemoteModelServer, runs: int, each: int) -
             try:
                 return await watch_run(client, peer, run_id, started)
             except httpx.HTTPError as exc:
-                return RunRead(failure=type(exc).__name__)
+                return RunRead(failure=f"{type(exc).__name__}: {exc}")
 
         seen = await asyncio.gather(*(one(run_id) for run_id in run_ids for _ in range(each)))
         elapsed = time.perf_counter() - started
