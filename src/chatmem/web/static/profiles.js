@@ -168,6 +168,8 @@
 
   $("pf-window").addEventListener("input", showAutoReserve);
   $("add-profile").addEventListener("click", () => edit(null));
+  // Enabled only now: a click before this script ran (a slow page) would do nothing.
+  $("add-profile").disabled = false;
   $("pf-cancel").addEventListener("click", () => { $("pf-api-key").value = ""; form.hidden = true; });
   load();
 })();
