@@ -107,11 +107,7 @@ class CredentialCache:
     def knows(self, request: Request) -> bool:
         """Whether the request's credential (Bearer token, else session cookie) was checked
         in the last few seconds: authenticating it then asks no database."""
-        header = request.headers.get("authorization", "")
-        if header:
-            secret = header.partition(" ")[2].strip()
-        else:
-            secret = request.cookies.get(SESSION_COOKIE, "")
+        secret = _presented_credential(request)[1]
         return bool(secret) and self.get(secret) is not None
 
     def put(
@@ -154,16 +150,25 @@ def _reader(request: Request, db: Session | Connection | None) -> Iterator[Sessi
             yield connection
 
 
+def _presented_credential(request: Request) -> tuple[str | None, str]:
+    """The credential a request presents: the ``Authorization`` header's scheme and token, or
+    (None, the session cookie) when it sends no such header."""
+    header = request.headers.get("authorization", "")
+    if header:
+        scheme, _, token = header.partition(" ")
+        return scheme, token.strip()
+    return None, request.cookies.get(SESSION_COOKIE, "")
+
+
 def authenticated_user_id(request: Request, db: Session | Connection | None = None) -> str:
     """Who is asking: the user behind the Bearer token, or behind the browser session cookie
     (with the CSRF double-submit check on writes).  A credential checked in the last few
     seconds is not looked up again (:class:`CredentialCache`); otherwise one indexed lookup
     through ``db``, or a short read connection when none is given."""
     cache: CredentialCache = request.app.state.credentials
-    header = request.headers.get("authorization", "")
-    if header:
-        scheme, _, token = header.partition(" ")
-        token = token.strip()
+    scheme, secret = _presented_credential(request)
+    if scheme is not None:
+        token = secret
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("Use 'Authorization: Bearer TOKEN'.")
         hit = cache.get(token)
@@ -175,7 +180,7 @@ def authenticated_user_id(request: Request, db: Session | Connection | None = No
             raise Unauthorized("Unknown or revoked API token.")
         cache.put(token, user_id)
         return user_id
-    cookie = request.cookies.get(SESSION_COOKIE)
+    cookie = secret
     if not cookie:
         raise Unauthorized("Sign in first.")
     checked = cache.get(cookie)
