@@ -100,7 +100,15 @@ class Database:
             if not database or database == ":memory:":
                 kwargs["poolclass"] = StaticPool
             else:
-                kwargs.update(pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW)
+                # Last in, first out: SQLite drops a connection's page cache whenever another
+                # connection wrote since its last transaction, so the connection used last (the
+                # last writer, most often) is the one whose cache still holds.  One pool for
+                # every unit, the event loop's writers included, for the same reason.
+                kwargs.update(
+                    pool_size=SQLITE_POOL_SIZE,
+                    max_overflow=SQLITE_POOL_OVERFLOW,
+                    pool_use_lifo=True,
+                )
         elif self.dialect == "postgresql":
             kwargs.update(pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_OVERFLOW)
         else:
@@ -112,10 +120,10 @@ class Database:
         #: for all of this database's connections (``store.tokens.tokenizers_in_use``).
         self.tokenizers_in_use = TokenizersInUse()
         self._hand_over(self.engine)
-        #: SQLite only: connections that never wait for the write lock (see
-        #: :meth:`connection_nowait`).  Not for an in-memory database, which is one shared
-        #: connection.
-        self._nowait_engine: Engine | None = None
+        #: SQLite file: the writer connections of :meth:`connection_nowait`, from the same
+        #: pool (taken with busy timeout 0).  Not for an in-memory database, which is one
+        #: shared connection.
+        self._nowait_writer: Engine | None = None
         #: SQLite: this process's writers take turns here, first come first served, before
         #: they ask SQLite for its write lock (see :class:`TaskGate`).
         self.writers = TaskGate(1 if self.dialect == "sqlite" else None)
@@ -124,11 +132,8 @@ class Database:
         if self.dialect == "sqlite":
             _tune_sqlite(self.engine, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
             if "poolclass" not in kwargs:
-                self._nowait_engine = create_engine(self.url, **kwargs)
-                self._hand_over(self._nowait_engine)
-                _tune_sqlite(self._nowait_engine, busy_timeout_ms=0)
-                self._nowait_writer = self._nowait_engine.execution_options(
-                    chatmem_begin="IMMEDIATE"
+                self._nowait_writer = self.engine.execution_options(
+                    chatmem_begin="IMMEDIATE", chatmem_busy_timeout_ms=0
                 )
         self.sessionmaker: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
         #: PostgreSQL: the turns' units of work run on the event loop with the asyncio driver
@@ -203,7 +208,7 @@ class Database:
 
     @property
     def can_write_nowait(self) -> bool:
-        return self._nowait_engine is not None
+        return self._nowait_writer is not None
 
     @contextmanager
     def connection_nowait(self) -> Iterator[Connection]:
@@ -211,7 +216,7 @@ class Database:
         at once with ``database is locked`` (busy timeout 0): for a short unit of prepared
         statements run on the event loop, which must not sit in the busy handler — the
         caller retries elsewhere.  Committed when the block ends normally."""
-        if self._nowait_engine is None:
+        if self._nowait_writer is None:
             raise RuntimeError("connection_nowait needs a SQLite database file")
         with self._nowait_writer.begin() as connection:
             yield connection
@@ -250,8 +255,6 @@ class Database:
             # Its connections can only be closed on their loop (:meth:`aclose`); here the pool
             # is only dropped.
             self._async_engine.sync_engine.dispose(close=False)
-        if self._nowait_engine is not None:
-            self._nowait_engine.dispose()
 
 
 def end_session(session: Session, *, commit: bool) -> None:
@@ -399,6 +402,9 @@ def ping_when_idle(
 _IDLE_SINCE = "chatmem_idle_since"
 
 
+_BUSY_TIMEOUT_KEY = "chatmem_busy_timeout_ms"
+
+
 def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -418,7 +424,15 @@ def _tune_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:
         # Straight to the driver: every unit of work begins here, and SQLAlchemy's statement
         # machinery costs a hundred times what SQLite takes for a BEGIN.  A failure (the
         # write lock is busy) is wrapped like any statement error (``OperationalError``).
-        immediate = connection.get_execution_options().get("chatmem_begin") == "IMMEDIATE"
+        options = connection.get_execution_options()
+        immediate = options.get("chatmem_begin") == "IMMEDIATE"
+        # The busy timeout this unit waits for the write lock (``connection_nowait``: none);
+        # set only when it differs from the connection's.
+        wait = int(options.get("chatmem_busy_timeout_ms", busy_timeout_ms))
+        record = connection.connection
+        if record.info.get(_BUSY_TIMEOUT_KEY, busy_timeout_ms) != wait:
+            record.driver_connection.execute(f"PRAGMA busy_timeout={wait}")
+            record.info[_BUSY_TIMEOUT_KEY] = wait
         try:
             connection.connection.driver_connection.execute(
                 "BEGIN IMMEDIATE" if immediate else "BEGIN"
