@@ -25,6 +25,10 @@ text/event-stream``, "n/a" while the server answers it with JSON); turns/s at 1 
 1,000 SSE watchers of 10 slow running turns (all end with ``done`` and the same text); server
 RSS idle and at 100 streams (the process and its children).
 
+The client runs with Python's garbage collector off, collecting between phases (as
+``timeit`` does): with it on, its full collections (120–160 ms every few seconds at 100
+streams) stalled every stream at once, and the stall was counted in the server's TTFT.
+
 ``.venv/bin/python bench/load.py [--quick] [--only bare,litellm,sqlite,postgresql]``
 """
 
@@ -34,6 +38,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import gc
 import json
 import os
 import secrets
@@ -102,6 +107,8 @@ class Load:
     """One phase: the TTFT of every turn that streamed, its duration and its failures."""
 
     ttfts: list[float] = field(default_factory=list)
+    #: Per turn, the longest wait between two content deltas (a stalled answer).
+    gaps: list[float] = field(default_factory=list)
     elapsed: float = 0.0
     completed: int = 0
     errors: int = 0
@@ -116,6 +123,12 @@ class Load:
     @property
     def ttft_p50(self) -> float | None:
         return statistics.median(self.ttfts) if self.ttfts else None
+
+    def gap(self, quantile: float) -> float | None:
+        if not self.gaps:
+            return None
+        ordered = sorted(self.gaps)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * quantile))]
 
 
 @dataclass
@@ -376,18 +389,36 @@ def _has_content(line: str) -> bool:
     return bool((choices[0].get("delta") or {}).get("content"))
 
 
-async def openai_turn(client: httpx.AsyncClient, peer: Peer) -> float | None:
-    """One streamed completion, read to its end; the time to its first content delta."""
-    started = time.perf_counter()
-    ttft = None
+class Deltas:
+    """When a stream's content deltas arrived: the first one (TTFT) and the longest wait
+    between two of them."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.ttft: float | None = None
+        self.gap = 0.0
+        self._last = 0.0
+
+    def arrived(self) -> None:
+        now = time.perf_counter()
+        if self.ttft is None:
+            self.ttft = now - self.started
+        else:
+            self.gap = max(self.gap, now - self._last)
+        self._last = now
+
+
+async def openai_turn(client: httpx.AsyncClient, peer: Peer) -> Deltas | None:
+    """One streamed completion, read to its end; when its content deltas came."""
+    deltas = Deltas(time.perf_counter())
     async with client.stream("POST", peer.chat_url, json=BODY, headers=peer.headers) as response:
         if response.status_code != 200:
             await response.aread()
             return None
         async for line in response.aiter_lines():
-            if ttft is None and _has_content(line):
-                ttft = time.perf_counter() - started
-    return ttft
+            if _has_content(line):
+                deltas.arrived()
+    return deltas
 
 
 @dataclass
@@ -395,6 +426,7 @@ class RunRead:
     """What one SSE reader of a run saw."""
 
     ttft: float | None = None
+    gap: float = 0.0  # the longest wait between two deltas
     text: str = ""
     done: bool = False
     failure: str = ""  # e.g. "submit 500 internal_error"
@@ -403,17 +435,19 @@ class RunRead:
 
 async def read_run(response: httpx.Response, started: float) -> RunRead:
     seen = RunRead()
+    deltas = Deltas(started)
     parts: list[str] = []
     kind = ""
     async for line in response.aiter_lines():
         if line.startswith("event: "):
             kind = line[7:]
-            if kind == "delta" and seen.ttft is None:
-                seen.ttft = time.perf_counter() - started
+            if kind == "delta":
+                deltas.arrived()
             seen.done = seen.done or kind == "done"
         elif line.startswith("data: ") and kind == "delta":
             parts.append(json.loads(line[6:]).get("text", ""))
     seen.text = "".join(parts)
+    seen.ttft, seen.gap = deltas.ttft, deltas.gap
     return seen
 
 
@@ -508,11 +542,14 @@ async def new_conversations(client: httpx.AsyncClient, peer: Peer, count: int) -
 
 async def _turn(
     client: httpx.AsyncClient, peer: Peer, conversation: str, one_request: bool, result: Load
-) -> float | str:
-    """One turn's TTFT (-1: none measured), or why it failed."""
+) -> tuple[float, float] | str:
+    """One turn's TTFT (-1: none measured) and longest wait between deltas, or why it
+    failed."""
     if peer.kind == "openai":
-        ttft = await openai_turn(client, peer)
-        return "no content" if ttft is None else ttft
+        deltas = await openai_turn(client, peer)
+        if deltas is None or deltas.ttft is None:
+            return "no content"
+        return deltas.ttft, deltas.gap
     seen = await chatmem_turn(client, peer, conversation, one_request=one_request)
     result.retried += bool(seen.busy)
     result.busy.update(seen.busy)
@@ -522,7 +559,7 @@ async def _turn(
         return "no done event"
     if seen.text != REPLY:
         return "text differs"
-    return seen.ttft if seen.ttft is not None else -1.0
+    return (seen.ttft if seen.ttft is not None else -1.0), seen.gap
 
 
 async def timed_turn(
@@ -543,8 +580,10 @@ async def timed_turn(
         result.reasons[outcome] += 1
         return
     result.completed += 1
-    if outcome >= 0:
-        result.ttfts.append(outcome)
+    ttft, gap = outcome
+    if ttft >= 0:
+        result.ttfts.append(ttft)
+        result.gaps.append(gap)
 
 
 async def load(peer: Peer, clients: int, turns_each: int) -> Load:
@@ -769,6 +808,10 @@ def _rate(phase: Load | None) -> str:
     return f"{phase.turns_per_s:.1f}{errors}"
 
 
+def _gap(phase: Load | None, quantile: float) -> str:
+    return _ms(phase.gap(quantile) if phase is not None else None)
+
+
 def _overhead(phase: Load | None, direct: Peer) -> float | None:
     base = direct.figures.ttft
     if phase is None or phase.ttft_p50 is None or base is None or base.ttft_p50 is None:
@@ -797,6 +840,8 @@ ROWS: list[tuple[str, Callable[[Peer, Peer], str]]] = [
         lambda p, d: _ms(p.figures.hundred and p.figures.hundred.ttft_p50),
     ),
     ("100 streams: turns/s", lambda p, d: _rate(p.figures.hundred)),
+    ("100 streams: longest stall p50 (ms)", lambda p, d: _gap(p.figures.hundred, 0.5)),
+    ("100 streams: longest stall p99 (ms)", lambda p, d: _gap(p.figures.hundred, 0.99)),
     ("100 streams: server CPU ms/turn", lambda p, d: _ms(p.figures.cpu_per_turn)),
     ("100 streams: client CPU %", lambda p, d: _percent(p.figures.client_cpu)),
     ("200 creates: 5xx / p99 (ms)", lambda p, d: _creates(p.figures)),
@@ -980,16 +1025,19 @@ def start_peer(key: str, model: RemoteModelServer, tmp: Path) -> Peer:
 async def run_all(peers: list[Peer], model: RemoteModelServer, sizes: Sizes) -> None:
     """The phases in order, each peer alone in each but the first (the provider first)."""
     print("-- TTFT, one stream at a time, the peers taking turns", flush=True)
+    gc.collect()
     await interleaved_ttft(peers, sizes.sequential)
     for peer in peers:
         if peer.failed is None:
             print(f"-- {peer.name}: 1, 10 and 100 streams", flush=True)
             model.reset()
+            gc.collect()
             await guarded(peer, streams(peer, sizes))
     for peer in peers:
         if peer.kind == "chatmem" and peer.failed is None:
             print(f"-- {peer.name}: 1,000 watchers, 200 creates", flush=True)
             model.reset()
+            gc.collect()
             await guarded(peer, bursts(peer, model, sizes))
         peer.stop()
 
@@ -1043,7 +1091,11 @@ async def main_async(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    return asyncio.run(main_async(parse_args(sys.argv[1:])))
+    gc.disable()  # collected between phases (``run_all``); see the module's docstring
+    try:
+        return asyncio.run(main_async(parse_args(sys.argv[1:])))
+    finally:
+        gc.enable()
 
 
 if __name__ == "__main__":
