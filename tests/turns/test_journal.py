@@ -15,7 +15,7 @@ from chatmem.store.db import Database
 from chatmem.store.quotas import Limits
 from chatmem.turns.coordinator import LocalCoordinator
 from chatmem.turns.events import RunEvent
-from chatmem.turns.journal import EventJournal
+from chatmem.turns.journal import EventJournal, EventWrites
 
 
 @pytest.fixture
@@ -24,6 +24,13 @@ def db(tmp_path: Path) -> Iterator[Database]:
     database.migrate()
     yield database
     database.dispose()
+
+
+@pytest.fixture(params=["a unit per batch", "shared writes"])
+def writes(request: pytest.FixtureRequest, db: Database) -> EventWrites | None:
+    """PostgreSQL's way (a unit of work per run's batch) and SQLite's (one writer for every
+    run's batches, :class:`EventWrites`): the journal keeps its promises either way."""
+    return EventWrites(db) if request.param == "shared writes" else None
 
 
 def _conversation(db: Database) -> tuple[str, str]:
@@ -50,11 +57,13 @@ def _stored(db: Database, run_id: str) -> list[tuple[int, str]]:
         return [(e.seq, e.type) for e in runs.events_after(session, run_id, 0)]
 
 
-async def test_every_published_event_was_stored_first_in_order_TURN_2(db: Database) -> None:
+async def test_every_published_event_was_stored_first_in_order_TURN_2(
+    db: Database, writes: EventWrites | None
+) -> None:
     run_id = _new_run(db, *_conversation(db))
     coordinator = LocalCoordinator()
     await coordinator.open_run(run_id)
-    journal = EventJournal(run_id, db, coordinator)
+    journal = EventJournal(run_id, db, coordinator, writes=writes)
     for i in range(7):
         await journal.emit("delta", {"text": str(i)})
     live: list[int] = []
@@ -69,11 +78,13 @@ async def test_every_published_event_was_stored_first_in_order_TURN_2(db: Databa
         assert runs.owned_run(session, _owner(db, run_id), run_id).last_seq == 7
 
 
-async def test_events_are_published_only_after_their_write_commits(db: Database) -> None:
+async def test_events_are_published_only_after_their_write_commits(
+    db: Database, writes: EventWrites | None
+) -> None:
     run_id = _new_run(db, *_conversation(db))
     coordinator = LocalCoordinator()
     await coordinator.open_run(run_id)
-    journal = EventJournal(run_id, db, coordinator)
+    journal = EventJournal(run_id, db, coordinator, writes=writes)
     async with db.writers.hold():  # another writer holds the turn: nothing can be stored
         await journal.emit("delta", {"text": "a"})
         await journal.emit("delta", {"text": "b"})
@@ -84,10 +95,11 @@ async def test_events_are_published_only_after_their_write_commits(db: Database)
 
 async def test_the_terminal_event_is_stored_with_the_checkpoint_writes_in_one_unit(
     db: Database,
+    writes: EventWrites | None,
 ) -> None:
     user_id, conversation_id = _conversation(db)
     run_id = _new_run(db, user_id, conversation_id)
-    journal = EventJournal(run_id, db, LocalCoordinator())
+    journal = EventJournal(run_id, db, LocalCoordinator(), writes=writes)
     await journal.emit("delta", {"text": "hi"})
     await journal.end(
         "done", {"status": "completed"}, lambda s: runs.finish_run(s, run_id, "completed")
@@ -99,10 +111,11 @@ async def test_the_terminal_event_is_stored_with_the_checkpoint_writes_in_one_un
 
 async def test_a_failed_background_write_surfaces_at_the_checkpoint_and_is_written_again(
     db: Database,
+    writes: EventWrites | None,
 ) -> None:
     user_id, conversation_id = _conversation(db)
     run_id = "not-stored-yet"
-    journal = EventJournal(run_id, db, LocalCoordinator())
+    journal = EventJournal(run_id, db, LocalCoordinator(), writes=writes)
     await journal.emit("delta", {"text": "a"})
     await journal.emit("delta", {"text": "b"})  # written in the background: no run row yet
     with pytest.raises(IntegrityError):
@@ -136,6 +149,7 @@ def _owner(db: Database, run_id: str) -> str:
 
 async def test_the_end_is_published_after_its_writes_and_the_release_never_by_the_writer(
     db: Database,
+    writes: EventWrites | None,
 ) -> None:
     user_id, conversation_id = _conversation(db)
     run_id = _new_run(db, user_id, conversation_id)
@@ -146,7 +160,7 @@ async def test_the_end_is_published_after_its_writes_and_the_release_never_by_th
     async def released() -> None:
         order.append(f"released, {len(await _published(coordinator, run_id))} published")
 
-    journal = EventJournal(run_id, db, coordinator, before_end=released)
+    journal = EventJournal(run_id, db, coordinator, before_end=released, writes=writes)
     async with db.writers.hold():  # the background writer is still busy when the end comes
         await journal.emit("delta", {"text": "a"})
     await journal.end(
@@ -156,3 +170,62 @@ async def test_the_end_is_published_after_its_writes_and_the_release_never_by_th
     )
     assert order == ["stored", "released, 1 published"]
     assert [e.type for e in await _published(coordinator, run_id)] == ["delta", "done"]
+
+
+def _commits(db: Database) -> list[int]:
+    """Counts the commits of ``db`` from now on (``[n]``)."""
+    from sqlalchemy import event
+
+    counted = [0]
+
+    @event.listens_for(db.engine, "commit")
+    def _count(_connection: object) -> None:
+        counted[0] += 1
+
+    return counted
+
+
+async def test_shared_writes_store_every_waiting_runs_batch_in_one_commit(db: Database) -> None:
+    user_id, conversation_id = _conversation(db)
+    run_ids = [_new_run(db, user_id, conversation_id) for _ in range(5)]
+    coordinator = LocalCoordinator()
+    writes = EventWrites(db)
+    journals = [EventJournal(r, db, coordinator, writes=writes) for r in run_ids]
+    for run_id in run_ids:
+        await coordinator.open_run(run_id)
+    commits = _commits(db)
+    for journal in journals:
+        await journal.emit("delta", {"text": "a"})
+        await journal.flush()
+    assert commits == [5]  # a run's first batch goes alone, with its first token
+    async with db.writers.hold():  # another writer: every run's next batch waits its turn
+        for journal in journals:
+            await journal.emit("delta", {"text": "b"})
+        for journal in journals:
+            await journal.emit("delta", {"text": "c"})  # after "b" (one writer per run)
+        assert commits == [5]
+    for journal in journals:
+        await journal.flush()  # waits for its writer; nothing left of its own to store
+    # Every run's "b" together, then every run's "c".
+    assert commits == [7]
+    for run_id in run_ids:
+        assert _stored(db, run_id) == [(1, "delta"), (2, "delta"), (3, "delta")]
+        assert [e.seq for e in await _published(coordinator, run_id)] == [1, 2, 3]
+        with db.session() as session:
+            assert runs.owned_run(session, user_id, run_id).last_seq == 3
+
+
+async def test_shared_writes_a_run_that_cannot_be_stored_fails_alone(db: Database) -> None:
+    user_id, conversation_id = _conversation(db)
+    kept = _new_run(db, user_id, conversation_id)
+    writes = EventWrites(db)
+    coordinator = LocalCoordinator()
+    good = EventJournal(kept, db, coordinator, writes=writes, start_seq=4)
+    orphan = EventJournal("no-such-run", db, coordinator, writes=writes, start_seq=4)
+    async with db.writers.hold():  # both batches wait for the same unit
+        await good.emit("delta", {"text": "kept"})
+        await orphan.emit("delta", {"text": "lost"})
+    await good.flush()
+    assert _stored(db, kept) == [(5, "delta")]
+    with pytest.raises(IntegrityError):
+        await orphan.flush()

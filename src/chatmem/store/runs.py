@@ -273,6 +273,27 @@ def store_events(session: Session | Connection, run_id: str, events: Sequence[Ev
     connection.execute(_SET_LAST_SEQ, {"rid": run_id, "new_seq": max(e.seq for e in events)})
 
 
+def store_event_batches(
+    connection: Connection, batches: Sequence[tuple[str, Sequence[Event]]]
+) -> None:
+    """SQLite: the batches of several runs (``(run_id, events)``, each run's in order) in
+    two statements — one insert of every row, one update of each run's ``last_seq``."""
+    now = utcnow()
+    rows = [
+        {"run_id": run_id, "seq": e.seq, "type": e.type, "data": e.data, "created_at": now}
+        for run_id, events in batches
+        for e in events
+    ]
+    if not rows:
+        return
+    last: dict[str, int] = {}
+    for run_id, events in batches:
+        for e in events:
+            last[run_id] = max(last.get(run_id, 0), e.seq)
+    connection.execute(_INSERT_EVENT, rows)
+    connection.execute(_SET_LAST_SEQ, [{"rid": rid, "new_seq": seq} for rid, seq in last.items()])
+
+
 def events_after(
     session: Session, run_id: str, after: int, limit: int | None = None
 ) -> list[StoredEvent]:

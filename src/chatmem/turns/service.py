@@ -46,7 +46,7 @@ from chatmem.turns.coordinator import Coordinator, LocalCoordinator
 from chatmem.turns.dbwork import first_work, read, work
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import Calibrations, TurnInputs, load_inputs
-from chatmem.turns.journal import EventJournal, stored_events
+from chatmem.turns.journal import EventJournal, EventWrites, stored_events
 from chatmem.turns.mcp_links import McpPool
 from chatmem.turns.runner import TurnJob, TurnRunner
 from chatmem.turns.tools import McpServerConfig, ToolBox, load_mcp_servers
@@ -142,6 +142,9 @@ class TurnService:
         )
         self._mcp_sync: asyncio.Task[None] | None = None
         self.approvals = Approvals()
+        #: SQLite: every run's event batches are stored together (one writer); PostgreSQL
+        #: stores each batch in a statement of its own, side by side.
+        self._event_writes = EventWrites(db) if db.is_sqlite else None
 
     @classmethod
     def from_settings(
@@ -557,7 +560,11 @@ class TurnService:
         try:
             await live.opened
             journal = EventJournal(
-                job.run_id, self.db, self.coordinator, before_end=lambda: self._release(live)
+                job.run_id,
+                self.db,
+                self.coordinator,
+                before_end=lambda: self._release(live),
+                writes=self._event_writes,
             )
             runner = TurnRunner(
                 job,
