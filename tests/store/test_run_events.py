@@ -51,3 +51,43 @@ def test_batches_are_stored_in_order_with_their_data_and_advance_last_seq(db: Da
         ]
         assert runs.last_seq(session, run_id) == 4
         assert [e.seq for e in runs.events_after(session, run_id, 2)] == [3, 4]
+
+
+def test_several_runs_batches_are_stored_together_each_in_order(db: Database) -> None:
+    with db.session() as session:
+        user = accounts.create_user(session, "bo")
+        chat = create_conversation(session, user, UNLIMITED)
+        run_ids = [
+            runs.start_run(
+                session,
+                user_id=user.id,
+                conversation_id=chat.id,
+                user_message_id=None,
+                replica_id="r1",
+            )
+            for _ in range(3)
+        ]
+    a, b, c = run_ids
+    with db.session(write=True) as session:
+        runs.store_event_batches(
+            session.connection(),
+            [
+                (a, [_Event(1, "delta", {"text": "a1"}), _Event(2, "delta", {"text": "a2"})]),
+                (b, [_Event(5, "delta", {"text": "b5 \u00e9\u4e16"})]),
+                (c, []),  # nothing of this run: it keeps its last_seq
+            ],
+        )
+        runs.store_event_batches(session.connection(), [])
+    with db.session(write=True) as session:
+        runs.store_event_batches(session.connection(), [(a, [_Event(3, "done", {})])])
+    with db.session() as session:
+        assert [(e.seq, e.type, e.data) for e in runs.events_after(session, a, 0)] == [
+            (1, "delta", {"text": "a1"}),
+            (2, "delta", {"text": "a2"}),
+            (3, "done", {}),
+        ]
+        assert [(e.seq, e.data) for e in runs.events_after(session, b, 0)] == [
+            (5, {"text": "b5 \u00e9\u4e16"})
+        ]
+        assert [runs.last_seq(session, r) for r in run_ids] == [3, 5, 0]
+        assert [runs.owned_run(session, user.id, r).last_seq for r in run_ids] == [3, 5, 0]
