@@ -50,13 +50,16 @@ WORKER_THREADS = 2 * SESSION_SLOTS
 #: Connections: SQLite, a slot each plus the slot-less short reads (cheap: 8 kept open).
 #: PostgreSQL, 32 for requests (a slot-less short read waits briefly for one; it holds
 #: nothing another needs) and 16 for the turns' units on the asyncio driver, so two replicas
-#: stay under the server's default ``max_connections`` (100).
+#: stay under the server's default ``max_connections`` (100).  All of them are kept once
+#: opened (no overflow): a connection over the pool's size is closed when it comes back, and
+#: under load (100 streams) the turns' pool opened and closed connections all the time — a
+#: new PostgreSQL connection costs milliseconds on both sides.
 SQLITE_POOL_SIZE = 8
 SQLITE_POOL_OVERFLOW = 2 * SESSION_SLOTS - SQLITE_POOL_SIZE
-PG_POOL_SIZE = 10
-PG_POOL_OVERFLOW = SESSION_SLOTS - PG_POOL_SIZE
-PG_ASYNC_POOL_SIZE = 5
-PG_ASYNC_POOL_OVERFLOW = 11
+PG_POOL_SIZE = SESSION_SLOTS
+PG_POOL_OVERFLOW = 0
+PG_ASYNC_POOL_SIZE = 16
+PG_ASYNC_POOL_OVERFLOW = 0
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
 SQLITE_CACHE_KIB = 32 * 1024
 #: PostgreSQL: a pooled connection idle for longer than this is pinged before it is used (a
