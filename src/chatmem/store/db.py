@@ -132,6 +132,10 @@ class Database:
         self.writers = TaskGate(1 if self.dialect == "sqlite" else None)
         #: Sessions and units of work in flight (see :data:`SESSION_SLOTS`).
         self.slots = TaskGate(SESSION_SLOTS)
+        #: PostgreSQL: the turns' units on the asyncio pool, one per connection, so a unit on
+        #: the way to a first token waits here, ahead of the others, and not in the pool's
+        #: own queue (first come, first served).
+        self.async_units = TaskGate(PG_ASYNC_POOL_SIZE if self.dialect == "postgresql" else None)
         if self.dialect == "sqlite":
             _tune_sqlite(self.engine, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
             if "poolclass" not in kwargs:

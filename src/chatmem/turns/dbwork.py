@@ -86,7 +86,8 @@ async def _work(
 ) -> T:
     async with db.slots.hold(first=first), db.writers.hold(first=first):
         if db.async_sessionmaker is not None:
-            return await _unit_async(db, fn, *args, **kwargs)
+            async with db.async_units.hold(first=first):
+                return await _unit_async(db, fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, True, fn, *args, **kwargs))
 
 
@@ -107,7 +108,8 @@ async def read(
     """Like :func:`work` for units that only read: they never wait for a writer."""
     async with db.slots.hold():
         if db.async_sessionmaker is not None:
-            return await _unit_async(db, fn, *args, **kwargs)
+            async with db.async_units.hold():
+                return await _unit_async(db, fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, False, fn, *args, **kwargs))
 
 
@@ -172,7 +174,11 @@ async def quick_statement(
 async def _statement(db: Database, first: bool, fn: Callable[[Connection], T]) -> T:
     if db.async_autocommit is None:
         return await _quick_core(db, first, fn)
-    async with db.slots.hold(first=first), db.async_autocommit.connect() as connection:
+    async with (
+        db.slots.hold(first=first),
+        db.async_units.hold(first=first),
+        db.async_autocommit.connect() as connection,
+    ):
         return await connection.run_sync(fn)
 
 
