@@ -263,14 +263,7 @@ def store_events(session: Session | Connection, run_id: str, events: Sequence[Ev
             },
         )
         return
-    connection.execute(
-        _INSERT_EVENT,
-        [
-            {"run_id": run_id, "seq": e.seq, "type": e.type, "data": e.data, "created_at": now}
-            for e in events
-        ],
-    )
-    connection.execute(_SET_LAST_SEQ, {"rid": run_id, "new_seq": max(e.seq for e in events)})
+    store_event_batches(connection, [(run_id, events)])
 
 
 def store_event_batches(
@@ -278,8 +271,8 @@ def store_event_batches(
 ) -> None:
     """The batches of several runs (``(run_id, events)``, each run's in order) in two
     statements: one insert of every row, one update of each run's ``last_seq`` (SQLite's
-    shared event writer; on PostgreSQL one statement per batch, side by side, measured
-    faster)."""
+    shared event writer, and its :func:`store_events`; on PostgreSQL one statement per batch,
+    side by side, measured faster)."""
     now = utcnow()
     rows = [
         {"run_id": run_id, "seq": e.seq, "type": e.type, "data": e.data, "created_at": now}

@@ -86,19 +86,28 @@ async def _work(
 ) -> T:
     async with db.slots.hold(first=first), db.writers.hold(first=first):
         if db.async_sessionmaker is not None:
-            async with db.async_units.hold(first=first):
-                return await _unit_async(db, fn, *args, **kwargs)
+            return await _unit_async(db, first, fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, True, fn, *args, **kwargs))
 
 
 async def _unit_async(
-    db: Database, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+    db: Database,
+    first: bool,
+    fn: Callable[Concatenate[Session, P], T],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
 ) -> T:
     """PostgreSQL: ``fn(session, …)`` in one transaction on the event loop — its sync code
     runs in a greenlet and each statement awaits the asyncio driver, so no worker thread (and
-    no GIL hand-over) is involved."""
+    no GIL hand-over) is involved — once one of the pool's connections is its turn
+    (``Database.async_units``; ``first``: ahead of the others)."""
     assert db.async_sessionmaker is not None
-    async with db.async_sessionmaker() as session, session.begin():
+    async with (
+        db.async_units.hold(first=first),
+        db.async_sessionmaker() as session,
+        session.begin(),
+    ):
         return await session.run_sync(lambda sync: fn(sync, *args, **kwargs))
 
 
@@ -108,8 +117,7 @@ async def read(
     """Like :func:`work` for units that only read: they never wait for a writer."""
     async with db.slots.hold():
         if db.async_sessionmaker is not None:
-            async with db.async_units.hold():
-                return await _unit_async(db, fn, *args, **kwargs)
+            return await _unit_async(db, False, fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: _unit_sync(db, False, fn, *args, **kwargs))
 
 
