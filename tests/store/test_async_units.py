@@ -9,16 +9,12 @@ import asyncio
 
 import pytest
 from sqlalchemy import text
+from tests.support.loop import settle
 
 from chatmem.store.db import PG_ASYNC_POOL_SIZE, Database
 from chatmem.turns.dbwork import first_statement, work
 
 pytestmark = pytest.mark.parametrize("backend", ["postgresql"])
-
-
-async def _settle() -> None:
-    for _ in range(20):
-        await asyncio.sleep(0)
 
 
 async def test_a_first_token_unit_goes_ahead_when_every_connection_is_busy(db: Database) -> None:
@@ -31,7 +27,7 @@ async def test_a_first_token_unit_goes_ahead_when_every_connection_is_busy(db: D
             await release.wait()
 
     holders = [asyncio.create_task(busy(release)) for release in releases]
-    await _settle()
+    await settle()
 
     def later(session: object) -> None:
         session.execute(text("SELECT 1"))  # type: ignore[attr-defined]
@@ -42,9 +38,9 @@ async def test_a_first_token_unit_goes_ahead_when_every_connection_is_busy(db: D
         order.append("a first token")
 
     came_first = asyncio.create_task(work(db, later))
-    await _settle()
+    await settle()
     came_next = asyncio.create_task(first_statement(db, first))
-    await _settle()
+    await settle()
     assert order == []  # both wait for a connection
     releases[0].set()  # one connection free: the first token takes it
     await came_next

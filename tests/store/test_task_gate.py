@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
+from tests.support.loop import settle
+
 from chatmem.store.db import TaskGate, Turns
-
-
-async def _settle() -> None:
-    """Lets every ready task run until all of them wait again."""
-    for _ in range(20):
-        await asyncio.sleep(0)
 
 
 async def _order(gate: TaskGate, queued: list[tuple[str, bool]]) -> list[str]:
@@ -30,11 +26,11 @@ async def _order(gate: TaskGate, queued: list[tuple[str, bool]]) -> list[str]:
             order.append(name)
 
     held = asyncio.create_task(holder())
-    await _settle()
+    await settle()
     tasks = []
     for name, first in queued:
         tasks.append(asyncio.create_task(waiter(name, first)))
-        await _settle()  # each one waiting before the next arrives
+        await settle()  # each one waiting before the next arrives
     release.set()
     await asyncio.gather(held, *tasks)
     return order
@@ -72,12 +68,12 @@ async def test_a_cancelled_waiter_gives_its_place_to_the_next() -> None:
             entered.append(name)
 
     held = asyncio.create_task(holder())
-    await _settle()
+    await settle()
     gone = asyncio.create_task(waiter("gone"))
     stays = asyncio.create_task(waiter("stays"))
-    await _settle()
+    await settle()
     gone.cancel()
-    await _settle()
+    await settle()
     release.set()
     await asyncio.wait_for(asyncio.gather(held, stays), 5)
     assert entered == ["stays"]
@@ -89,7 +85,7 @@ async def test_a_waiter_cancelled_as_it_is_let_in_passes_the_place_on() -> None:
     await turns.acquire()
     late = asyncio.create_task(turns.acquire())
     next_one = asyncio.create_task(turns.acquire())
-    await _settle()
+    await settle()
     turns.release()  # lets ``late`` in …
     late.cancel()  # … but it is cancelled before it runs again
     await asyncio.wait_for(next_one, 5)  # the place went on
