@@ -31,6 +31,11 @@ def test_script_buttons_take_clicks_only_once_the_scripts_have_run(
     with alice.expect_request("**/static/api.js*"):
         alice.goto(server.url + "/usage", wait_until="commit")
     alice.wait_for_selector("#sign-out")
+    # The page is drawn once its stylesheet has arrived (a user sees nothing before); only then
+    # does the question whether a click reaches the button make sense.
+    alice.wait_for_function(
+        "() => [...document.styleSheets].some((sheet) => (sheet.href || '').includes('/app.css'))"
+    )
     assert held, "the script was not held back"
     # The button is on the page, but a click there reaches something else: nothing listens
     # to it yet.
