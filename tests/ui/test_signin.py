@@ -66,3 +66,25 @@ def test_sign_out_ends_the_session(page: Any, server: Server) -> None:
 def test_signing_in_again_keeps_working(page: Any, server: Server) -> None:
     sign_in(page, server)
     expect(page.locator("#chat-title")).to_have_text("New chat")
+
+
+def test_signing_in_before_the_script_runs_keeps_the_password_out_of_every_url(
+    page: Any, server: Server, console: Any
+) -> None:
+    """Enter pressed before ``signin.js`` has run (a slow network; here it never arrives)
+    posts the form itself: it used to go out as ``GET /?name=…&password=…``."""
+    console.allow("ERR_FAILED|401")  # the held-back script; the refused password
+    page.route("**/static/signin.js*", lambda route: route.abort())
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
+    page.goto(server.url + "/profiles")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    page.get_by_label("Name").fill("alice")
+    page.get_by_label("Password").fill("wrong horse")
+    page.get_by_label("Password").press("Enter")
+    expect(page.get_by_role("alert")).to_have_text("Wrong name or password.")
+    page.get_by_label("Name").fill("alice")
+    page.get_by_label("Password").fill("correct horse battery staple")
+    page.get_by_label("Password").press("Enter")
+    expect(page.get_by_role("heading", name="Model profiles")).to_be_visible()
+    assert urls and not [url for url in urls if "horse" in url or "password" in url], urls

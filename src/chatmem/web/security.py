@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -79,6 +80,20 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def posted_from_this_site(request: Request) -> bool:
+    """Whether a form post came from a page of this site.  A post from another site's page
+    could sign a visitor in as somebody else (login CSRF); browsers say where a post comes
+    from (``Sec-Fetch-Site``, or at least ``Origin``, ``null`` for an opaque one).  A client
+    that sends neither is no browser, so no visitor of another site."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site == "same-origin"
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
 def safe_next_path(value: str | None) -> str:

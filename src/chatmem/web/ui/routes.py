@@ -4,6 +4,11 @@ Each page is a server-rendered shell carrying all of its fixed wording; the data
 conversation list, messages, the memory plan …) is fetched by the page's JS from the JSON API
 so the UI never has a private back door.  A visitor without a session gets the sign-in page:
 ``/`` renders it in place, deeper pages redirect to ``/?next=…`` so the link survives sign-in.
+
+Signing in works without the page's script too: the form posts to ``POST /signin`` (its script
+normally takes the post over and calls the JSON API), so a visitor who presses Enter before the
+script has run never sends a password in a URL.  The one-time sign-in link is a page route as
+well: a used or expired link shows the sign-in page with a word on why.
 """
 
 from __future__ import annotations
@@ -19,8 +24,13 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 
 from chatmem import __version__
+from chatmem.auth.cookies import set_session_cookies
+from chatmem.auth.throttle import SigninThrottled
+from chatmem.errors import NotFound, Unauthorized
+from chatmem.store import accounts
+from chatmem.web.api.routes.auth import sign_in
 from chatmem.web.i18n import DEFAULT_LOCALE, LANGUAGE_NAMES, Language, languages
-from chatmem.web.security import safe_next_path
+from chatmem.web.security import posted_from_this_site, safe_next_path
 from chatmem.web.ui.session import Viewer, page_language, viewer_of
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -97,8 +107,14 @@ def _page(request: Request, template: str, viewer: Viewer | None, **context: Any
     )
 
 
-def _sign_in(request: Request, next_path: str = "/") -> Response:
-    return _page(request, "signin.html", None, next_path=next_path)
+def _sign_in(
+    request: Request, next_path: str = "/", *, error: str = "", status_code: int = 200
+) -> Response:
+    """The sign-in page; ``error`` names the message it shows (``wrong``, ``throttled``,
+    ``empty``, ``link``: ``signin.html`` words each)."""
+    response = _page(request, "signin.html", None, next_path=next_path, error=error)
+    response.status_code = status_code
+    return response
 
 
 def _signed_in_page(request: Request, template: str, **context: Any) -> Response:
@@ -123,6 +139,52 @@ def home(request: Request, next: str = "/") -> Response:
 @router.get("/signin", response_class=HTMLResponse)
 def signin(request: Request, next: str = "/") -> Response:
     return _sign_in(request, safe_next_path(next))
+
+
+@router.post("/signin", response_class=HTMLResponse)
+async def signin_form(request: Request) -> Response:
+    """The sign-in form posted by the browser itself (its script had not run): signed in, on
+    to ``next``; else the page again with why.  Only a post from this site's own page."""
+    form = await request.form()
+    name, password, next_value = (
+        value if isinstance(value := form.get(key), str) else ""
+        for key in ("name", "password", "next")
+    )
+    next_path = safe_next_path(next_value)
+    if not posted_from_this_site(request):
+        return _sign_in(request, next_path, status_code=403)
+    name = name.strip()
+    if not name or not password:
+        return _sign_in(request, next_path, error="empty", status_code=400)
+    try:
+        token, csrf, _user = await sign_in(request, name, password)
+    except SigninThrottled as exc:
+        response = _sign_in(request, next_path, error="throttled", status_code=429)
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
+    except Unauthorized:
+        return _sign_in(request, next_path, error="wrong", status_code=401)
+    response = RedirectResponse(next_path, status_code=303)
+    set_session_cookies(response, token, csrf, secure=request.app.state.settings.secure_cookies)
+    return response
+
+
+@router.get("/auth/link/{token}")
+def signin_link(request: Request, token: str) -> Response:
+    """The one-time sign-in link (the first start prints one): a session, then the chat; a
+    used, expired or unknown link shows the sign-in page saying so."""
+    try:
+        with request.app.state.db.session(write=True) as session:
+            user = accounts.redeem_signin_link(session, token)
+            session_token, csrf = accounts.open_browser_session(session, user)
+    except NotFound:
+        return _sign_in(request, error="link", status_code=404)
+    except Unauthorized:
+        return _sign_in(request, error="disabled", status_code=403)
+    response = RedirectResponse("/", status_code=303)
+    secure = request.app.state.settings.secure_cookies
+    set_session_cookies(response, session_token, csrf, secure=secure)
+    return response
 
 
 @router.get("/c/{conversation_id}", response_class=HTMLResponse)

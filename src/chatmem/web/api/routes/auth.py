@@ -2,8 +2,9 @@
 
 ``POST /api/v1/auth/login`` checks a name and password and opens a browser session (cookies,
 see :mod:`chatmem.auth.cookies`), throttled per name and per client address
-(:mod:`chatmem.auth.throttle`); ``GET /auth/link/{token}`` redeems a one-time link, opens a
-session and redirects to ``/``; ``POST /api/v1/auth/logout`` closes the session.
+(:mod:`chatmem.auth.throttle`): :func:`sign_in`, which the sign-in page's own form post uses
+too (:mod:`chatmem.web.ui.routes`, as is the one-time link); ``POST /api/v1/auth/logout``
+closes the session.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from chatmem.auth.cookies import SESSION_COOKIE, clear_session_cookies, set_session_cookies
@@ -21,7 +21,7 @@ from chatmem.store import accounts
 from chatmem.store.db import Database
 from chatmem.store.tables.accounts import User
 from chatmem.web.api.schemas import Body, user_public
-from chatmem.web.deps import CurrentUser, DatabaseDep, DbSession, SettingsDep
+from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 
 router = APIRouter(tags=["auth"])
 
@@ -29,6 +29,24 @@ router = APIRouter(tags=["auth"])
 class Login(Body):
     name: str
     password: str
+
+
+async def sign_in(request: Request, name: str, password: str) -> tuple[str, str, dict[str, Any]]:
+    """SEC-2: a browser session for ``name`` if ``password`` is theirs — its token, its CSRF
+    token and the user as the API shows them.  Throttled per name and per client address
+    (:class:`~chatmem.auth.throttle.SigninThrottled`, not counted); a wrong name or password
+    is :class:`~chatmem.errors.Unauthorized`.  The password is verified outside any database
+    transaction, and the session is recorded after, in a short write."""
+    state = request.app.state
+    throttle: SigninThrottle = state.signin_throttle
+    address = state.trusted_proxies.client_address(
+        request.client.host if request.client else None, request.headers.get("x-forwarded-for")
+    )
+    db: Database = state.db
+    ticket = await throttle.admit(name, address)
+    user_id = await run_in_threadpool(accounts.check_password, db, name, password)
+    await throttle.succeeded(ticket)
+    return await run_in_threadpool(_open_session, db, user_id)
 
 
 def _open_session(db: Database, user_id: str) -> tuple[str, str, dict[str, Any]]:
@@ -45,20 +63,10 @@ def _open_session(db: Database, user_id: str) -> tuple[str, str, dict[str, Any]]
     responses={429: {"description": "Too many failed sign-ins (`rate_limited`, Retry-After)"}},
 )
 async def login(
-    body: Login, request: Request, db: DatabaseDep, settings: SettingsDep, response: Response
+    body: Login, request: Request, settings: SettingsDep, response: Response
 ) -> dict[str, Any]:
-    """SEC-2: throttled per name and per client address (``429 rate_limited`` with
-    ``Retry-After``, :mod:`chatmem.auth.throttle`); the password is verified outside any
-    database transaction, and the session is recorded after, in a short write."""
-    state = request.app.state
-    throttle: SigninThrottle = state.signin_throttle
-    address = state.trusted_proxies.client_address(
-        request.client.host if request.client else None, request.headers.get("x-forwarded-for")
-    )
-    ticket = await throttle.admit(body.name, address)
-    user_id = await run_in_threadpool(accounts.check_password, db, body.name, body.password)
-    await throttle.succeeded(ticket)
-    token, csrf, user = await run_in_threadpool(_open_session, db, user_id)
+    """SEC-2: :func:`sign_in` (``429 rate_limited`` with ``Retry-After`` when throttled)."""
+    token, csrf, user = await sign_in(request, body.name, body.password)
     set_session_cookies(response, token, csrf, secure=settings.secure_cookies)
     return {"user": user, "csrf_token": csrf}
 
@@ -71,15 +79,6 @@ def logout(request: Request, user: CurrentUser, session: DbSession) -> Response:
         request.app.state.credentials.forget(token)
     response = Response(status_code=204)
     clear_session_cookies(response)
-    return response
-
-
-@router.get("/auth/link/{token}", include_in_schema=False)
-def signin_link(token: str, session: DbSession, settings: SettingsDep) -> Response:
-    user = accounts.redeem_signin_link(session, token)
-    session_token, csrf = accounts.open_browser_session(session, user)
-    response = RedirectResponse("/", status_code=303)
-    set_session_cookies(response, session_token, csrf, secure=settings.secure_cookies)
     return response
 
 
