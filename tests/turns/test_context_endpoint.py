@@ -243,3 +243,51 @@ def test_an_unknown_mode_is_invalid_input(chat: Chat) -> None:
     )
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "invalid_input"
+
+
+def test_a_draft_too_long_for_a_url_is_planned_exactly_from_a_body(
+    turn_client: TestClient, model_server: FakeModelServer
+) -> None:
+    """A pasted document does not fit in ``?draft=`` (uvicorn refuses a request line over
+    about 64 KB): ``POST`` with ``{"draft": …}`` answers the same plan, counted exactly (the
+    page used to scale a prefix's count)."""
+    chat = make_chat(turn_client, model_server, profile={"context_window": 200_000})
+    seed_pairs(chat, 3)
+    short = "How does memory work?"
+    long = "def f(x):\n    return x * 2  # 42\n" * 3_000 + "Dies ist ein längerer Text. " * 2_000
+    assert len(long) > 100_000
+    conversation_url = f"/api/v1/conversations/{chat.conversation_id}/context"
+    profile_url = f"/api/v1/profiles/{chat.profile_id}/context"
+    get = turn_client.get(conversation_url, params={"draft": short}, headers=chat.headers)
+    post = turn_client.post(conversation_url, json={"draft": short}, headers=chat.headers)
+    assert post.status_code == 200, post.text
+    assert post.json() == get.json()
+    served = turn_client.post(conversation_url, json={"draft": long}, headers=chat.headers)
+    assert served.status_code == 200, served.text
+    assert served.json() == _fresh_plan(chat, long, "full")
+    assert served.json()["messages"][-1] == {"role": "user", "content": long}
+    new_chat = turn_client.post(
+        profile_url, json={"draft": long, "mode": "economy"}, headers=chat.headers
+    )
+    assert new_chat.status_code == 200, new_chat.text
+    assert new_chat.json()["mode"] == "economy"
+    assert new_chat.json()["messages"][-1] == {"role": "user", "content": long}
+
+
+def test_a_posted_draft_is_checked_like_any_body(chat: Chat) -> None:
+    url = f"/api/v1/conversations/{chat.conversation_id}/context"
+    for body in ({"draft": 5}, {"draft": "hi", "extra": 1}, ["hi"]):
+        refused = chat.client.post(url, json=body, headers=chat.headers)
+        assert refused.status_code == 422, body
+        assert refused.json()["error"]["code"] == "invalid_input"
+    bad_mode = chat.client.post(
+        f"/api/v1/profiles/{chat.profile_id}/context",
+        json={"draft": "hi", "mode": "everything"},
+        headers=chat.headers,
+    )
+    assert bad_mode.status_code == 422
+    assert chat.client.post(url, json={"draft": "hi"}).status_code == 401
+    foreign = chat.client.post(
+        "/api/v1/conversations/not-there/context", json={"draft": "hi"}, headers=chat.headers
+    )
+    assert foreign.status_code == 404

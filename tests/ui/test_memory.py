@@ -32,6 +32,31 @@ def test_ctx17_counter_follows_the_draft_with_three_levels(
     save_screenshot(alice, "counter.png")
 
 
+def test_ctx17_a_draft_too_long_for_a_url_is_counted_exactly(
+    alice: Any, server: Server, profiles: Any
+) -> None:
+    """A pasted document (here code, then prose: their tokens per character differ) goes to
+    the server whole, in a POST's body; the memory window shows the server's own count."""
+    with server.api("alice") as api:
+        c = make_conversation(api, profiles["paid"]["id"], pairs=1, title="Long draft")
+    open_chat(alice, server, c)
+    long = "for (i = 0; i < 10; i++) { a[i] = i * 42; }\n" * 400 + "A sentence of prose. " * 400
+    with alice.expect_response(
+        lambda r: (
+            r.url.endswith(f"/api/v1/conversations/{c['id']}/context")
+            and r.request.method == "POST"
+        )
+    ) as answer:
+        alice.get_by_role("textbox", name="Message").fill(long)
+    assert answer.value.request.post_data_json == {"draft": long}
+    plan = answer.value.json()
+    alice.locator("#counter").click()
+    used = f"{plan['tokens']['used']:,}"
+    expect(alice.get_by_role("dialog").locator("#mw-used")).to_have_text(
+        f"Used ≈ {used} of 16,384 tokens"
+    )
+
+
 def test_ctx17_free_model_counter_reads_free(alice: Any, server: Server, profiles: Any) -> None:
     with server.api("alice") as api:
         c = make_conversation(api, profiles["free"]["id"], pairs=1, title="Free talk")

@@ -2,8 +2,9 @@
    next request" (CTX-18), files with their states (CTX-16), Compress now (CTX-11) and
    Continue in a new chat (CTX-23).
    Everything shown comes from one plan: GET /api/v1/conversations/{id}/context?draft=…, or
-   for a chat not created yet GET /api/v1/profiles/{id}/context?draft=…&mode=…, refreshed
-   (debounced) while the user types so the counter is live with the draft. */
+   for a chat not created yet GET /api/v1/profiles/{id}/context?draft=…&mode=… (a POST with
+   the draft in its body when it is too long for a URL), refreshed (debounced) while the user
+   types so the counter is live with the draft. */
 (function () {
   "use strict";
   const { api, items, el, fmtTokens, fmtInt, fmtPercent, fmtPrice, toast, debounce, t, tn } = window.chatmem;
@@ -228,49 +229,33 @@
     if (state.plan) renderFiles(state.plan);
   }
 
-  /* A URL carries at most a few tens of kilobytes, so a very long draft cannot travel in
-     ?draft= whole.  Then the plan is asked for the empty draft and for a prefix of the draft,
-     and the draft's tokens are scaled from the prefix (token estimates grow linearly with the
-     text); the level follows the CONTRACT rule.  The counter is an estimate ("≈") anyway. */
+  /* A URL carries at most a few tens of kilobytes, so a long draft (a pasted document) is
+     sent in the body of a POST to the same path, which answers the same plan. */
   const MAX_DRAFT_QUERY = 24000;
+
+  function contextPath() {
+    // No conversation yet (CTX-17): the plan of an empty chat with the chosen model and mode.
+    return state.conversationId
+      ? "/api/v1/conversations/" + state.conversationId + "/context"
+      : "/api/v1/profiles/" + encodeURIComponent(state.profile.id) + "/context";
+  }
 
   function planUrl(draftText) {
     const params = new URLSearchParams();
-    let base;
-    if (state.conversationId) {
-      base = "/api/v1/conversations/" + state.conversationId + "/context";
-    } else {
-      // No conversation yet (CTX-17): the plan of an empty chat with the chosen model and mode.
-      base = "/api/v1/profiles/" + encodeURIComponent(state.profile.id) + "/context";
-      params.set("mode", state.mode || "full");
-    }
+    if (!state.conversationId) params.set("mode", state.mode || "full");
     if (draftText) params.set("draft", draftText);
     const query = params.toString();
-    return query ? base + "?" + query : base;
+    return query ? contextPath() + "?" + query : contextPath();
   }
 
   /* Whether there is anything to plan: a conversation, or a chosen model for a new one. */
   function plannable() { return !!state.conversationId || !!(state.profile && state.profile.id); }
 
-  function levelOf(used, window_) {
-    const share = used / (window_ || 1);
-    return share < 0.5 ? "muted" : share <= 0.75 ? "light" : "red";
-  }
-
-  async function planFor(draftText) {
+  function planFor(draftText) {
     const encoded = new URLSearchParams({ d: draftText }).toString().length - 2;
     if (encoded <= MAX_DRAFT_QUERY) return api("GET", planUrl(draftText));
-    const prefix = draftText.slice(0, Math.floor(draftText.length * (MAX_DRAFT_QUERY / encoded)));
-    const [empty, partial] = await Promise.all([api("GET", planUrl("")), api("GET", planUrl(prefix))]);
-    const prefixTokens = Math.max(0, partial.tokens.used - empty.tokens.used);
-    const draftTokens = Math.ceil(prefixTokens * (draftText.length / Math.max(1, prefix.length)));
-    const t = Object.assign({}, partial.tokens);
-    t.messages = partial.tokens.messages - prefixTokens + draftTokens;
-    t.used = empty.tokens.used + draftTokens;
-    t.free = Math.max(0, t.window - t.used - t.reserve);
-    return Object.assign({}, partial, {
-      tokens: t, level: levelOf(t.used, t.window), fits: t.used + t.reserve <= t.window, extrapolated: true,
-    });
+    const body = state.conversationId ? { draft: draftText } : { draft: draftText, mode: state.mode || "full" };
+    return api("POST", contextPath(), body);
   }
 
   async function refreshNow() {
