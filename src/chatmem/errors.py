@@ -190,6 +190,14 @@ class ProviderEmptyStream(ProviderError):
         super().__init__(message)
 
 
+class ProviderRefusesTools(ProviderError):
+    """The model server does not take tool definitions (Ollama's "does not support tools",
+    vLLM's "tool choice requires --enable-auto-tool-choice", llama.cpp's "tools param
+    requires --jinja flag"): the request offered tools and was refused for it."""
+
+    code = "provider_refuses_tools"
+
+
 class AnswerTooLarge(ProviderError):
     """PROV-5: the answer passed the configured size bound; the stream was stopped and what
     arrived up to the bound is kept."""

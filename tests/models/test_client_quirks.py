@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import pytest
 from tests.models.test_client import PRIVATE_OK, client_for, collect
-from tests.support.model_server import CONTEXT_ERRORS, FakeModelServer
+from tests.support.model_server import CONTEXT_ERRORS, TOOLS_REFUSALS, FakeModelServer
 
-from chatmem.errors import AnswerTooLarge, ProviderContextLength, ProviderEmptyStream
+from chatmem.errors import (
+    AnswerTooLarge,
+    ProviderContextLength,
+    ProviderEmptyStream,
+    ProviderError,
+    ProviderRefusesTools,
+)
 from chatmem.models.client import (
     Finish,
     SharedHttp,
@@ -213,3 +219,40 @@ async def test_an_answer_within_the_bound_is_untouched(model_server: FakeModelSe
     async with client_for(model_server, max_answer_bytes=9_000) as client:
         events = await collect(client)
     assert sum(len(e.text) for e in events if isinstance(e, TextDelta)) == 9_000
+
+
+TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+
+
+@pytest.mark.parametrize("style", sorted(TOOLS_REFUSALS))
+async def test_a_server_without_tool_calling_refuses_tools_in_its_words(
+    model_server: FakeModelServer, style: str
+) -> None:
+    """Ollama, vLLM and llama.cpp (a 500, not retried) each refuse a request offering tools:
+    the error says so, for the turn to decide (it drops recall when nobody chose it)."""
+    model_server.refuse_tools(style)
+    async with client_for(model_server) as client:
+        with pytest.raises(ProviderRefusesTools) as refused:
+            await collect(client, tools=[TOOL])
+        assert [e.text for e in await collect(client) if isinstance(e, TextDelta)]
+    assert len(model_server.chat_requests) == 2  # one refusal, one answer without tools
+    assert "turn the tools off" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Invalid schema for function 'lookup': 'required' is required to be supplied",
+        "Invalid 'tools[0].function.name': a name is required",
+        "Unrecognized request argument supplied: parallel_tool_calls",
+    ],
+)
+async def test_other_refusals_of_a_request_with_tools_stay_what_they_are(
+    model_server: FakeModelServer, message: str
+) -> None:
+    model_server.error(400, {"error": {"message": message, "type": "invalid_request_error"}})
+    async with client_for(model_server) as client:
+        with pytest.raises(ProviderError) as failed:
+            await collect(client, tools=[TOOL])
+    assert not isinstance(failed.value, ProviderRefusesTools)
+    assert message in failed.value.message

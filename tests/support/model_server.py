@@ -28,6 +28,7 @@ queue is empty the server answers ``default_reply`` (so UI tests need not script
         model_server.large_reply(5_000_000)                # a huge answer in 16 KB chunks
         model_server.limit_context(8192, style="llama_cpp")  # count every request (server-wide)
         model_server.report_usage(False)                   # no usage in any stream (server-wide)
+        model_server.refuse_tools("ollama")                # no tool calling (server-wide)
         ...
         model_server.requests[-1].body["messages"]         # exactly what chatmem sent
         model_server.requests[-1].headers["authorization"]
@@ -81,6 +82,33 @@ CONTEXT_LENGTH_BODY: dict[str, Any] = {
         "param": "messages",
         "code": "context_length_exceeded",
     }
+}
+
+
+#: What a server without tool calling answers a request that offers tools: status and body.
+TOOLS_REFUSALS: dict[str, tuple[int, dict[str, Any]]] = {
+    "ollama": (400, {"error": "registry.ollama.ai/library/gemma3:270m does not support tools"}),
+    "vllm": (
+        400,
+        {
+            "object": "error",
+            "message": '"auto" tool choice requires --enable-auto-tool-choice and '
+            "--tool-call-parser to be set",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+    "llama_cpp": (
+        500,
+        {
+            "error": {
+                "code": 500,
+                "message": "tools param requires --jinja flag",
+                "type": "server_error",
+            }
+        },
+    ),
 }
 
 
@@ -259,6 +287,11 @@ class _Scripting:
     def report_usage(self, enabled: bool) -> None:
         """Server-wide: ``False`` never sends usage in a stream, as llama.cpp's server."""
         self._set_option("no_usage", None if enabled else True)
+
+    def refuse_tools(self, style: str | None = "ollama") -> None:
+        """Server-wide: refuse every request that offers tools, in the named server's words
+        (:data:`TOOLS_REFUSALS`: a model without tool calling); ``None`` accepts them again."""
+        self._set_option("refuse_tools", style)
 
     def _set_option(self, name: str, value: Any) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -693,6 +726,10 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 if tokens > int(limit["window"]):
                     self._refuse_context(body, tokens, int(limit["window"]), limit["style"])
                     return
+            refusing = server.options.get("refuse_tools")
+            if refusing is not None and body.get("tools"):
+                self._send_json(*TOOLS_REFUSALS[refusing])
+                return
             step = server._next_step()
             while step["kind"] == "reject_field" and step["field"] not in body:
                 step = server._next_step()

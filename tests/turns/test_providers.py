@@ -400,3 +400,47 @@ def test_the_answer_bound_is_configurable_PROV_5(monkeypatch: pytest.MonkeyPatch
     assert Settings().max_answer_bytes == 4 * 1024 * 1024
     monkeypatch.setenv("CHATMEM_MAX_ANSWER_BYTES", "65536")
     assert Settings().max_answer_bytes == 65536
+
+
+def _offered_tools(chat: Chat) -> list[list[str]]:
+    return [
+        [tool["function"]["name"] for tool in request.body.get("tools", [])]
+        for request in chat.model.chat_requests
+    ]
+
+
+@pytest.mark.parametrize("style", ["ollama", "vllm", "llama_cpp"])
+def test_a_model_without_tool_calling_still_answers_when_recall_was_on_by_default(
+    chat: Chat, style: str
+) -> None:
+    """Recall is offered by default in this mode (issue 17); a server that takes no tools
+    refused every turn with it.  Now the step goes again without it, and the profile's
+    recall switch is off from then on, where its owner sees it."""
+    chat.model.refuse_tools(style)
+    assert chat.turn("Hello?")["status"] == "completed"
+    assert chat.messages()[-1]["content"] == chat.model.default_reply
+    assert _offered_tools(chat) == [["recall"], []]  # refused once (a 500 too), never retried
+    profile = chat.client.get(f"/api/v1/profiles/{chat.profile_id}", headers=chat.headers)
+    assert profile.json()["recall"] is False
+    plan = chat.client.get(
+        f"/api/v1/conversations/{chat.conversation_id}/context", headers=chat.headers
+    ).json()
+    assert plan["tokens"]["tools"] == 0  # the plan no longer counts the tool's schema
+    assert chat.turn("And now?")["status"] == "completed"
+    assert _offered_tools(chat) == [["recall"], [], []]
+    assert [row.kind for row in ledger(chat)] == ["answer", "answer"]
+
+
+def test_tools_somebody_chose_are_not_dropped_the_refusal_says_why(chat: Chat) -> None:
+    chat.set(recall=True)
+    chat.model.refuse_tools("llama_cpp")
+    run = chat.turn("Hello?")
+    assert run["status"] == "failed"
+    assert run["error"]["code"] == "provider_refuses_tools"
+    assert "tools param requires --jinja flag" in run["error"]["message"]
+    assert "turn the tools off" in run["error"]["message"]
+    assert _offered_tools(chat) == [["recall"]]  # a refusal is not retried like other 500s
+    profile = chat.client.get(f"/api/v1/profiles/{chat.profile_id}", headers=chat.headers)
+    assert profile.json()["recall"] is None  # nothing changed behind the user's back
+    chat.set(recall=False)
+    assert chat.turn("Without tools?")["status"] == "completed"

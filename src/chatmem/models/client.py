@@ -64,6 +64,7 @@ from chatmem.errors import (
     ProviderEmptyStream,
     ProviderError,
     ProviderRateLimited,
+    ProviderRefusesTools,
     ProviderUnreachable,
 )
 from chatmem.models.redact import scrub_provider_text
@@ -309,7 +310,7 @@ class ModelClient:
                         await response.aread()
                         if "stream_options" in body and _refuses_stream_options(response):
                             raise _WithoutStreamOptions
-                        raise self._status_error(response)
+                        raise self._status_error(response, offered_tools="tools" in body)
                     async for event in _parse_stream(response, self._scrub, self.max_answer_bytes):
                         yielded = True
                         yield event
@@ -462,7 +463,7 @@ class ModelClient:
             host=httpx.URL(endpoint.base_url).host if endpoint.conceal else None,
         )
 
-    def _status_error(self, response: httpx.Response) -> Exception:
+    def _status_error(self, response: httpx.Response, *, offered_tools: bool = False) -> Exception:
         status = response.status_code
         if 300 <= status < 400:
             return EndpointNotAllowed(
@@ -475,6 +476,12 @@ class ModelClient:
             return context_error(message, _json_or_none(response))
         if status in (401, 403):
             return ProviderAuthError(f"The model API rejected the API key ({status}): {message}")
+        if offered_tools and _refuses_tools(status, message):
+            return ProviderRefusesTools(
+                f"The model API answered {status}: {message} (this model server does not take "
+                "tools: turn the tools off for this conversation or model profile)",
+                status=status,
+            )
         error: ChatmemError
         if status == 429:
             error = ProviderRateLimited(f"The model API is rate limiting requests: {message}")
@@ -491,6 +498,23 @@ class _WithoutStreamOptions(Exception):
 
 def _refuses_stream_options(response: httpx.Response) -> bool:
     return response.status_code in (400, 422) and "stream_options" in response.text
+
+
+# A server without tool calling refuses a request that offers tools, each in its words:
+# Ollama "<model> does not support tools" (400), vLLM '"auto" tool choice requires
+# --enable-auto-tool-choice and --tool-call-parser to be set' (400), llama.cpp's server "tools
+# param requires --jinja flag" (500), OpenAI "tools is not supported in this model" (400).
+_TOOLS_REFUSED = re.compile(
+    r"\b(?:tool(?:s| choice| calls?| calling)?|function calling)\b[^.]*?\b(?:not supported|"
+    r"unsupported|requires?|"
+    r"not enabled|not available|not allowed)\b"
+    r"|\b(?:does not|doesn't|do not|cannot) (?:support|use|accept) (?:\w+ )?tools?\b",
+    re.IGNORECASE,
+)
+
+
+def _refuses_tools(status: int, message: str) -> bool:
+    return status in (400, 422, 500, 501) and bool(_TOOLS_REFUSED.search(message))
 
 
 class _Retryable(Exception):

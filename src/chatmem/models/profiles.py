@@ -51,7 +51,7 @@ from chatmem.store.tables.profiles import (
     TOKENIZERS,
     ModelProfile,
 )
-from chatmem.store.types import iso, new_id
+from chatmem.store.types import iso, new_id, utcnow
 
 EDITABLE = (
     "name",
@@ -187,6 +187,18 @@ def update_profile(
     _apply(session, row, user, secrets, policy, changes, creating=False)
     session.flush()
     return profile_record(row)
+
+
+def turn_recall_off(session: Session, profile_id: str) -> bool:
+    """The profile's model server refused the ``recall`` tool it was offered by default (it
+    takes no tools): its ``recall`` switch is set off — the profile page shows it, and plans
+    stop counting the tool — unless somebody has set the switch.  Whether it changed."""
+    changed = session.connection().execute(
+        update(ModelProfile)
+        .where(ModelProfile.id == profile_id, ModelProfile.recall.is_(None))
+        .values(recall=False, updated_at=utcnow())
+    )
+    return bool(changed.rowcount)
 
 
 def delete_profile(session: Session, row: ModelProfile) -> None:

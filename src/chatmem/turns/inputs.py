@@ -75,6 +75,8 @@ class TurnInputs:
     tokenizer: Any = None
     #: The built-in ``recall`` tool is offered (issue 17): it is in ``tools``.
     recall: bool = False
+    #: ... by the mode's default alone: neither the conversation nor its profile chose it.
+    recall_by_default: bool = False
     #: USE-4: who answers a new turn, as the feed shows it (``Answerer.public()``); set when
     #: the turn is admitted.
     answered: Mapping[str, Any] | None = None
@@ -389,6 +391,7 @@ def load_inputs(
         mcp_servers=row.mcp_servers,
         tokenizer=tokenizer,
         recall=recall,
+        recall_by_default=recall and row.recall is None and target.recall is None,
         answered={**answered, "profile_id": target.profile_id} if answered is not None else None,
     )
 

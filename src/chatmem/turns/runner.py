@@ -49,9 +49,11 @@ from chatmem.errors import (
     ProviderContextLength,
     ProviderEmptyStream,
     ProviderError,
+    ProviderRefusesTools,
 )
 from chatmem.models.client import TextDelta, ToolCallEvent, Usage
 from chatmem.models.clients import ModelClients
+from chatmem.models.profiles import turn_recall_off
 from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import Database
@@ -272,7 +274,12 @@ class TurnRunner:
             if plan.compaction.needed:
                 raise MemoryNotFolded()
             self._tally.iterations += 1
-            _text, calls = await self._answer(inputs)
+            try:
+                _text, calls = await self._answer(inputs)
+            except ProviderRefusesTools:
+                if not await self._recall_refused(inputs, toolbox):
+                    raise
+                continue  # planned again, without the tool, and sent again
             if not calls:
                 return None
             handed_back = toolbox.handed_back(calls) if isinstance(toolbox, ClientTools) else []
@@ -282,6 +289,23 @@ class TurnRunner:
             if handed_back:
                 await self._hand_back(handed_back)
                 return None
+
+    async def _recall_refused(self, inputs: TurnInputs, toolbox: ToolBox) -> bool:
+        """The model server refused the step's tools.  When the only one was the built-in
+        ``recall``, offered by the mode's default (nobody chose it), the profile's switch goes
+        off (:func:`~chatmem.models.profiles.turn_recall_off`: the profile page shows it, the
+        next plan leaves the tool out and counts no schema for it) and the step can be sent
+        again.  Tools somebody chose stay: the refusal fails the turn, saying so."""
+        if not inputs.recall_by_default or toolbox.schemas or inputs.profile_id is None:
+            return False
+        if not await self._db_call(turn_recall_off, inputs.profile_id):
+            return False  # somebody set the switch meanwhile: theirs is the say
+        log.info(
+            "model %s takes no tools: recall turned off for profile %s",
+            inputs.model,
+            inputs.profile_id,
+        )
+        return True
 
     async def _inputs(self, toolbox: ToolBox, *, materialize: bool = False) -> TurnInputs:
         def load(session: Any) -> TurnInputs:
