@@ -520,3 +520,28 @@ def test_a_regenerated_answer_is_matched_by_the_version_shown(w: World) -> None:
         "Why green?",
         DEFAULT_REPLY,
     ]
+
+
+def test_a_reasoning_models_thinking_is_reasoning_content(w: World) -> None:
+    """The thinking reaches an SDK client as ``reasoning_content`` (DeepSeek's and llama.cpp's
+    name for it), streamed and in a whole answer; the answer's text is the answer alone."""
+    w.model.reply("Four.", reasoning="Two plus two is four.")
+    stream = w.sdk().chat.completions.create(
+        model="fake", messages=[{"role": "user", "content": "2+2?"}], stream=True
+    )
+    chunks = [c for c in stream if c.choices]
+    thought = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or "" for c in chunks)
+    assert thought == "Two plus two is four."
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == "Four."
+    w.model.reply("Six.", reasoning="Three times two.")
+    answer = w.sdk().chat.completions.create(
+        model="fake",
+        messages=[
+            {"role": "user", "content": "2+2?"},
+            {"role": "assistant", "content": "Four."},
+            {"role": "user", "content": "3*2?"},
+        ],
+    )
+    message = answer.choices[0].message
+    assert message.content == "Six."
+    assert getattr(message, "reasoning_content", None) == "Three times two."

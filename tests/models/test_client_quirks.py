@@ -21,6 +21,7 @@ from chatmem.errors import (
 )
 from chatmem.models.client import (
     Finish,
+    ReasoningDelta,
     SharedHttp,
     TextDelta,
     Usage,
@@ -256,3 +257,55 @@ async def test_other_refusals_of_a_request_with_tools_stay_what_they_are(
             await collect(client, tools=[TOOL])
     assert not isinstance(failed.value, ProviderRefusesTools)
     assert message in failed.value.message
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_a_reasoning_models_thinking_is_reasoning_not_text(
+    model_server: FakeModelServer, field: str
+) -> None:
+    """DeepSeek, llama.cpp and vLLM send the thinking as ``reasoning_content``, Ollama and
+    OpenRouter as ``reasoning``: either way it comes first, and it is not the answer."""
+    model_server.reply("Paris.", reasoning="The capital of France is Paris.", reasoning_field=field)
+    async with client_for(model_server) as client:
+        events = await collect(client)
+    thinking = [e.text for e in events if isinstance(e, ReasoningDelta)]
+    assert "".join(thinking) == "The capital of France is Paris."
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Paris."
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("TextDelta") == len(thinking)  # all the thinking first
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["<think>", "Let me see.", "</think>", "\n\nParis."],
+        ["<th", "ink>Let me", " see.</thi", "nk>\n", "\nParis."],  # tags cut anywhere
+        ["\n<think>Let me see.</think>Paris."],
+    ],
+)
+async def test_an_answer_opening_with_a_think_block_is_split(
+    model_server: FakeModelServer, chunks: list[str]
+) -> None:
+    """Qwen3 or DeepSeek-R1 on a server that leaves the thinking in the text."""
+    model_server.reply("", chunks=chunks)
+    async with client_for(model_server) as client:
+        events = await collect(client)
+        model_server.reply("", chunks=chunks)
+        summary = await client.complete([{"role": "user", "content": "Summarise"}])
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "Let me see."
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Paris."
+    assert summary.text == "Paris."  # a summary never holds the summariser's thinking
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The <think> tag opens a block.", "<b>bold</b>", "  <thinking> is not it", "<think"],
+)
+async def test_an_answer_that_does_not_open_with_the_tag_is_left_alone(
+    model_server: FakeModelServer, text: str
+) -> None:
+    model_server.reply(text, chunks=[text[:3], text[3:]])
+    async with client_for(model_server) as client:
+        events = await collect(client)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == text
+    assert not any(isinstance(e, ReasoningDelta) for e in events)

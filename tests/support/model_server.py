@@ -233,15 +233,23 @@ class _Scripting:
         finish_reason: str = "stop",
         break_after: int | None = None,
         report_usage: bool = True,
+        reasoning: str | None = None,
+        reasoning_field: str = "reasoning_content",
     ) -> None:
         """Answer with ``text``.  Streamed as ``chunks`` (default: word by word), ``delay``
         seconds apart.  ``usage`` = (prompt, completion) tokens, default a rough count.
         ``break_after=n`` closes the connection after n chunks, without ``[DONE]``.
-        ``report_usage=False``: no usage chunk even when asked (llama.cpp's server)."""
+        ``report_usage=False``: no usage chunk even when asked (llama.cpp's server).
+        ``reasoning``: a reasoning model's thinking, streamed word by word before the text in
+        the delta's ``reasoning_field`` (``reasoning_content``: DeepSeek, llama.cpp, vLLM;
+        ``reasoning``: Ollama, OpenRouter); put ``<think>…</think>`` in ``text`` for a
+        server that leaves it in the answer."""
         self._enqueue(
             {
                 "kind": "text",
                 "text": text,
+                "reasoning": reasoning,
+                "reasoning_field": reasoning_field,
                 "chunks": chunks,
                 "delay": delay,
                 "usage": list(usage) if usage else None,
@@ -528,6 +536,8 @@ def _stream_events(step: dict[str, Any], body: dict[str, Any]) -> Iterator[dict[
     model = str(body.get("model", "fake-model"))
     yield _chunk(cid, model, {"role": "assistant", "content": ""})
     sent = 0
+    for part in _words(step["reasoning"]) if step.get("reasoning") else []:
+        yield _chunk(cid, model, {str(step.get("reasoning_field")): part})
     text_parts: Any = step.get("chunks") or (_words(step["text"]) if step.get("text") else [])
     if step.get("piece"):
         text_parts = _pieces(step["piece"], int(step["size"]))

@@ -444,3 +444,61 @@ def test_tools_somebody_chose_are_not_dropped_the_refusal_says_why(chat: Chat) -
     assert profile.json()["recall"] is None  # nothing changed behind the user's back
     chat.set(recall=False)
     assert chat.turn("Without tools?")["status"] == "completed"
+
+
+@pytest.mark.parametrize("style", ["reasoning_content", "reasoning", "think_tags"])
+def test_a_reasoning_models_thinking_is_shown_and_kept_but_never_sent_back(
+    chat: Chat, style: str
+) -> None:
+    """Watchers see the thinking as it comes (``reasoning`` events, before the text); the
+    message keeps it beside the answer; the history sent with the next question holds the
+    answer alone, so the thinking costs the window nothing; it is billed as answer tokens."""
+    thinking = "The user greets me. I should answer briefly and kindly."
+    if style == "think_tags":
+        chat.model.reply(f"<think>{thinking}</think>\n\nHello to you.", report_usage=False)
+    else:
+        chat.model.reply(
+            "Hello to you.", reasoning=thinking, reasoning_field=style, report_usage=False
+        )
+    run_id = chat.start("Hello!")
+    assert chat.wait(run_id)["status"] == "completed"
+    events = chat.events(run_id)
+    kinds = [e["event"] for e in events]
+    assert kinds.index("reasoning") < kinds.index("delta")
+    assert "".join(e["data"]["text"] for e in events if e["event"] == "reasoning") == thinking
+    assert "".join(e["data"]["text"] for e in events if e["event"] == "delta") == "Hello to you."
+    answer = chat.messages()[-1]
+    assert (answer["content"], answer["meta"]["reasoning"]) == ("Hello to you.", thinking)
+    listed = chat.client.get(
+        f"/api/v1/conversations/{chat.conversation_id}/messages", headers=chat.headers
+    ).json()
+    listed = listed.get("items", listed) if isinstance(listed, dict) else listed
+    assert listed[-1]["reasoning"] == thinking and listed[-1]["content"] == "Hello to you."
+    (row,) = ledger(chat)
+    alone = ledger_tokens_of("Hello to you.")
+    assert row.estimated and row.completion_tokens > alone  # the thinking is billed too
+    chat.model.reply("Fine.")
+    assert chat.turn("How are you?")["status"] == "completed"
+    sent = chat.model.chat_requests[-1].messages
+    assert {"role": "assistant", "content": "Hello to you."} in sent
+    assert not any(thinking in str(m.get("content")) for m in sent)
+
+
+def ledger_tokens_of(text: str) -> int:
+    from chatmem.context import get_tokenizer
+
+    return int(get_tokenizer("estimate").count(text))
+
+
+def test_an_answer_stopped_while_thinking_is_billed_and_leaves_no_empty_message(
+    chat: Chat,
+) -> None:
+    chat.model.reply("Never said.", reasoning="Hmm " * 40, delay=0.05, report_usage=False)
+    run_id = chat.start("Think hard")
+    seen = chat.events(run_id, limit=3)
+    assert [e["event"] for e in seen] == ["reasoning"] * 3
+    chat.client.post(f"/api/v1/runs/{run_id}/stop", headers=chat.headers)
+    assert chat.wait(run_id)["status"] == "stopped"
+    assert [m["role"] for m in chat.messages()] == ["user"]
+    (row,) = ledger(chat)
+    assert row.completion_tokens >= 1 and row.cost > 0

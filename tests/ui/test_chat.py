@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
-from tests.ui.harness import Server, make_conversation, make_profile
+from tests.ui.harness import Server, make_conversation, make_profile, save_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -42,6 +42,32 @@ def test_enter_sends_shift_enter_adds_a_line_and_the_answer_streams(
     # The model received exactly the two lines.
     assert model.chat_requests[-1].messages[-1]["content"] == "first line\nsecond line"
     expect(alice.locator("#conversation-list a[aria-current=page]")).to_be_visible()
+
+
+def test_a_reasoning_models_thinking_shows_while_it_thinks_then_folds_away(
+    alice: Any, model: FakeModelServer, profiles: Any
+) -> None:
+    thinking = "Two plus two makes four; " * 12 + "say it briefly."
+    model.reply("The answer is 4.", reasoning=thinking, delay=0.04)
+    alice.get_by_role("textbox", name="Message").fill("What is 2+2?")
+    alice.get_by_role("button", name="Send").click()
+    live = alice.locator(".message.streaming .reasoning")
+    expect(live.locator("summary")).to_have_text("Thinking…")
+    expect(live).to_have_attribute("open", "")
+    expect(live.locator(".reasoning-text")).to_contain_text("Two plus two makes four")
+    expect(alice.get_by_role("button", name="Stop")).to_be_hidden()
+    answer = alice.locator(".message.role-assistant").last
+    expect(answer.locator(".md")).to_have_text("The answer is 4.")
+    folded = answer.locator(".reasoning")
+    expect(folded.locator("summary")).to_have_text("Thoughts")
+    expect(folded).not_to_have_attribute("open", "")
+    # Stored beside the answer: after a reload the fold is there, and opens.
+    alice.reload()
+    answer = alice.locator(".message.role-assistant").last
+    expect(answer.locator(".md")).to_have_text("The answer is 4.")
+    answer.locator(".reasoning summary").click()
+    expect(answer.locator(".reasoning-text")).to_have_text(thinking)
+    save_screenshot(alice, "reasoning.png")
 
 
 def test_stop_interrupts_the_answer_and_keeps_what_was_written(

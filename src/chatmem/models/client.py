@@ -8,9 +8,17 @@ their bodies, no environment variables read behind our back (``OPENAI_BASE_URL``
 and no provider message echoing the API key into our errors.  The SDK would add its own retry
 loop, headers and environment handling we would have to switch off one by one.
 
-The client yields typed events, in this order: :class:`TextDelta` as text arrives; a
-:class:`ToolCallEvent` per tool call once its deltas are assembled; :class:`Usage` if the
-provider reported it (we ask with ``stream_options.include_usage``); :class:`Finish` last.
+The client yields typed events, in this order: :class:`ReasoningDelta` and :class:`TextDelta`
+as reasoning and text arrive; a :class:`ToolCallEvent` per tool call once its deltas are
+assembled; :class:`Usage` if the provider reported it (we ask with
+``stream_options.include_usage``); :class:`Finish` last.
+
+Reasoning models think before they answer, and servers hand the thinking over in one of two
+ways: a field of its own in the delta (``reasoning_content``: DeepSeek, llama.cpp, vLLM;
+``reasoning``: Ollama, OpenRouter, newer vLLM), or inside the text, as an answer that opens
+with ``<think>…</think>`` (Qwen3 or DeepSeek-R1 on a server that does not separate it,
+:class:`ThinkSplitter`).  Either way it is a :class:`ReasoningDelta`, never text: it is shown,
+not remembered as the answer, so it is not sent back with the history.
 
 Real servers' quirks (PROV-1, PROV-2, PROV-5):
 
@@ -96,6 +104,13 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class ReasoningDelta:
+    """Thinking the model did before (or while) answering."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolCallEvent:
     call: ToolCall
 
@@ -111,7 +126,7 @@ class Finish:
     reason: str | None  # "stop", "length", "tool_calls", "content_filter", … as the provider said
 
 
-StreamEvent = TextDelta | ToolCallEvent | Usage | Finish
+StreamEvent = TextDelta | ReasoningDelta | ToolCallEvent | Usage | Finish
 
 
 @dataclass(frozen=True)
@@ -377,7 +392,7 @@ class ModelClient:
                 calls.append(event.call)
             elif isinstance(event, Usage):
                 usage = event
-            else:
+            elif isinstance(event, Finish):
                 reason = event.reason
         return Completion("".join(parts), tuple(calls), usage, reason)
 
@@ -699,6 +714,72 @@ def _utf8_prefix(text: str, size: int) -> str:
     return text.encode("utf-8", "surrogatepass")[:size].decode("utf-8", "ignore")
 
 
+class ThinkSplitter:
+    """Splits an answer that opens with ``<think>…</think>`` into its reasoning and its text.
+
+    Fed the text deltas in order (a tag may be cut anywhere between two of them); an answer
+    that does not open with the tag (whitespace before it aside) passes through unchanged.
+    What follows ``</think>`` is the answer, its leading whitespace dropped.  A think block
+    never closed (the answer ran out of tokens while thinking) is all reasoning."""
+
+    OPEN, CLOSE = "<think>", "</think>"
+
+    def __init__(self) -> None:
+        self._state = "start"  # start → think → after → text, or start → text
+        self._pending = ""
+
+    def feed(self, text: str) -> list[StreamEvent]:
+        if self._state == "text":
+            return [TextDelta(text)]
+        self._pending += text
+        out: list[StreamEvent] = []
+        if self._state == "start":
+            head = self._pending.lstrip()
+            if len(head) < len(self.OPEN) and self.OPEN.startswith(head):
+                return out  # not decided yet
+            if not head.startswith(self.OPEN):
+                return self._text()
+            self._state, self._pending = "think", head[len(self.OPEN) :]
+        if self._state == "think":
+            end = self._pending.find(self.CLOSE)
+            if end < 0:
+                keep = _partial_tag(self._pending, self.CLOSE)
+                thought = self._pending[: len(self._pending) - keep]
+                self._pending = self._pending[len(thought) :]
+                return [ReasoningDelta(thought)] if thought else out
+            if end:
+                out.append(ReasoningDelta(self._pending[:end]))
+            self._state, self._pending = "after", self._pending[end + len(self.CLOSE) :]
+        rest = self._pending.lstrip()
+        if rest:
+            self._state, self._pending = "text", ""
+            out.append(TextDelta(rest))
+        else:
+            self._pending = ""
+        return out
+
+    def end(self) -> list[StreamEvent]:
+        """What is still held back when the answer ends."""
+        if self._state == "start" and self._pending:
+            return self._text()
+        if self._state == "think" and self._pending:
+            thought, self._pending = self._pending, ""
+            return [ReasoningDelta(thought)]
+        return []
+
+    def _text(self) -> list[StreamEvent]:
+        text, self._state, self._pending = self._pending, "text", ""
+        return [TextDelta(text)] if text else []
+
+
+def _partial_tag(text: str, tag: str) -> int:
+    """The length of the longest end of ``text`` that begins ``tag`` (a tag cut in two)."""
+    for n in range(min(len(text), len(tag) - 1), 0, -1):
+        if tag.startswith(text[-n:]):
+            return n
+    return 0
+
+
 async def _parse_stream(
     response: httpx.Response, scrub: Callable[[str], str], limit: int | None = None
 ) -> AsyncIterator[StreamEvent]:
@@ -728,6 +809,7 @@ async def _parse_stream(
 
     line_limit = None if limit is None else limit * _LINE_CHARS_PER_BYTE + _LINE_SLACK
     lines = _bounded_lines(response, line_limit)
+    think = ThinkSplitter()
     try:
         async for line in lines:
             if line.startswith(":"):
@@ -760,6 +842,14 @@ async def _parse_stream(
                 if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                     continue
                 delta = choice.get("delta") or {}
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                if isinstance(reasoning, str) and reasoning:
+                    received = True
+                    if limit is not None:
+                        size += len(reasoning.encode("utf-8", "surrogatepass"))
+                        if size > limit:
+                            raise AnswerTooLarge(limit)
+                    yield ReasoningDelta(reasoning)
                 text = delta.get("content")
                 if isinstance(text, str) and text:
                     received = True
@@ -767,11 +857,11 @@ async def _parse_stream(
                         room = limit - size
                         size += len(text.encode("utf-8", "surrogatepass"))
                         if size > limit:
-                            head = _utf8_prefix(text, room)
-                            if head:
-                                yield TextDelta(head)
+                            for event in think.feed(_utf8_prefix(text, room)) + think.end():
+                                yield event
                             raise AnswerTooLarge(limit)
-                    yield TextDelta(text)
+                    for event in think.feed(text):
+                        yield event
                 for part in delta.get("tool_calls") or []:
                     received = True
                     pending = calls.setdefault(int(part.get("index", 0)), _PendingCall())
@@ -788,7 +878,7 @@ async def _parse_stream(
                 if choice.get("finish_reason"):
                     received = True
                     finish = str(choice["finish_reason"])
-                    for event in flush_calls():
+                    for event in think.end() + flush_calls():
                         yield event
     except _LineTooLong:
         assert limit is not None
@@ -804,7 +894,7 @@ async def _parse_stream(
         with anyio.move_on_after(DRAIN_SECONDS):
             async for _line in lines:
                 pass
-    for event in flush_calls():
+    for event in think.end() + flush_calls():
         yield event
     if usage is not None:
         yield usage

@@ -64,21 +64,28 @@ def interrupt_run(
 def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -> None:
     """The text of the answer the run was streaming — every stored delta of its last step,
     which is every delta any watcher saw (the journal publishes only what it stored) —
-    becomes the assistant message.  A message already stored for that step that holds only
+    becomes the assistant message (its thinking, the step's ``reasoning`` events, beside it).  A message already stored for that step that holds only
     a beginning of it (a checkpoint taken mid-answer) is completed, never left short."""
-    deltas = session.scalars(
+    streamed = session.scalars(
         select(RunEventRow)
-        .where(RunEventRow.run_id == run.id, RunEventRow.type == "delta")
+        .where(RunEventRow.run_id == run.id, RunEventRow.type.in_(("delta", "reasoning")))
         .order_by(RunEventRow.seq)
     ).all()
-    if not deltas:
+    if not streamed:
         return
-    last_step = max(int(d.data.get("step", 0)) for d in deltas)
-    text = "".join(
-        str(d.data.get("text", "")) for d in deltas if d.data.get("step", 0) == last_step
-    )
+    last_step = max(int(e.data.get("step", 0)) for e in streamed)
+
+    def joined(kind: str) -> str:
+        return "".join(
+            str(e.data.get("text", ""))
+            for e in streamed
+            if e.type == kind and e.data.get("step", 0) == last_step
+        )
+
+    text, reasoning = joined("delta"), joined("reasoning")
     if not text:
-        return
+        return  # it was still thinking: no answer to keep
+    thought = {"reasoning": reasoning} if reasoning else {}
     for message in session.scalars(
         select(Message)
         .where(Message.conversation_id == conversation.id, Message.role == "assistant")
@@ -88,14 +95,14 @@ def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -
         meta = message.meta or {}
         if meta.get("run_id") == run.id and meta.get("step") == last_step:
             if len(message.content) < len(text) and text.startswith(message.content):
-                complete_message(session, message, text, {**meta, "interrupted": True})
+                complete_message(session, message, text, {**meta, **thought, "interrupted": True})
             return
     append_message(
         session,
         conversation,
         "assistant",
         text,
-        meta={"run_id": run.id, "step": last_step, "interrupted": True},
+        meta={"run_id": run.id, "step": last_step, **thought, "interrupted": True},
     )
 
 

@@ -51,7 +51,7 @@ from chatmem.errors import (
     ProviderError,
     ProviderRefusesTools,
 )
-from chatmem.models.client import TextDelta, ToolCallEvent, Usage
+from chatmem.models.client import ReasoningDelta, TextDelta, ToolCallEvent, Usage
 from chatmem.models.clients import ModelClients
 from chatmem.models.profiles import turn_recall_off
 from chatmem.settings import Settings
@@ -338,8 +338,13 @@ class TurnRunner:
         )
 
     async def _answer(self, inputs: TurnInputs) -> tuple[str, list[ToolCall]]:
+        """One model request, streamed to the watchers as it comes (``reasoning`` events for
+        the model's thinking, ``delta`` for the answer's text) and stored: the answer's text
+        as the message, its thinking beside it (``meta.reasoning``) — shown, billed, never
+        sent back to the model with the history."""
         client = self._model_factory(inputs)
         parts: list[str] = []
+        thoughts: list[str] = []
         calls: list[ToolCall] = []
         usage: Usage | None = None
         step = self._tally.iterations
@@ -354,6 +359,9 @@ class TurnRunner:
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
                     await self._journal.emit("delta", {"text": event.text, "step": step})
+                elif isinstance(event, ReasoningDelta):
+                    thoughts.append(event.text)
+                    await self._journal.emit("reasoning", {"text": event.text, "step": step})
                 elif isinstance(event, ToolCallEvent):
                     calls.append(event.call)
                 elif isinstance(event, Usage):
@@ -367,8 +375,9 @@ class TurnRunner:
                 # its context.  One request without streaming says what the matter is.
                 await self._probe(client, inputs)
         except _Stopped:
-            if parts:
-                await self._keep_partial(inputs, parts, usage, {"stopped": True, "step": step})
+            if parts or thoughts:
+                stopped = {"stopped": True, "step": step, **_reasoning(thoughts)}
+                await self._keep_partial(inputs, parts, usage, stopped)
             await self._journal.flush()
             raise
         except ProviderContextLength as exc:
@@ -379,17 +388,20 @@ class TurnRunner:
         except ChatmemError as exc:
             # The provider failed mid-answer: keep what it had said (TURN-2), then fail.  An
             # answer past the size bound (PROV-5) keeps what arrived up to the bound.
-            if parts:
-                meta: dict[str, Any] = {"failed": True, "step": step}
+            if parts or thoughts:
+                meta: dict[str, Any] = {"failed": True, "step": step, **_reasoning(thoughts)}
                 if isinstance(exc, AnswerTooLarge):
                     meta["truncated"] = True
                 await self._keep_partial(inputs, parts, usage, meta)
             raise
         text = "".join(parts)
-        ledger = self._usage(inputs, usage, "answer", text=text, calls=calls)
+        # The thinking is billed as answer tokens (counted with the text when not reported).
+        billed = "".join(thoughts) + text
+        ledger = self._usage(inputs, usage, "answer", text=billed, calls=calls)
         # The answer's checkpoint (TURN-2) is one transaction: its ledger row (USE-1), the
         # assistant message and the events streamed so far.
-        message_id, checkpoint = self._answer_unit(text, ledger, {"step": step}, calls)
+        kept = {"step": step, **_reasoning(thoughts)}
+        message_id, checkpoint = self._answer_unit(text, ledger, kept, calls)
         self._tally.last_message_id = message_id
         if calls:
             await self._checkpoint(checkpoint, ledger)
@@ -430,10 +442,16 @@ class TurnRunner:
     async def _keep_partial(
         self, inputs: TurnInputs, parts: list[str], usage: Usage | None, meta: dict[str, Any]
     ) -> None:
-        """A stopped or failed answer's text, stored with its ledger row: the provider
-        produced it and bills it (PROV-1: counted when it reported nothing)."""
+        """A stopped or failed answer's text (and thinking, in ``meta``), stored with its
+        ledger row: the provider produced it and bills it (PROV-1: counted when it reported
+        nothing).  An answer stopped while still thinking has no text to keep: its ledger
+        row alone (no empty message is ever stored)."""
         text = "".join(parts)
-        ledger = self._usage(inputs, usage, "answer", text=text)
+        billed = str(meta.get("reasoning", "")) + text
+        ledger = self._usage(inputs, usage, "answer", text=billed)
+        if not text:
+            await self._db_call(runs.record_usage, **ledger)
+            return
         message_id, unit = self._answer_unit(text, ledger, meta)
 
         try:
@@ -743,6 +761,11 @@ class TurnRunner:
                 with contextlib.suppress(Exception):
                     await self._db_call(runs.record_usage, **ledger)
             raise
+
+
+def _reasoning(thoughts: list[str]) -> dict[str, str]:
+    """The answer's thinking as its message keeps it (``meta.reasoning``), if it thought."""
+    return {"reasoning": "".join(thoughts)} if thoughts else {}
 
 
 def _since(began: float) -> int:

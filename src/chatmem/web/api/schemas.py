@@ -89,6 +89,8 @@ def message_public(message: Message, tokens_column: str, status: str | None) -> 
         "status": status,
         # USE-4: the profile that answered (with the feed's note when it is not the chosen).
         "answered_by": (message.meta or {}).get("answered_by"),
+        # What a reasoning model thought before this answer (shown, never sent back).
+        "reasoning": (message.meta or {}).get("reasoning"),
     }
 
 

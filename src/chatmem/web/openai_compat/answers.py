@@ -1,7 +1,8 @@
 """A run's events as OpenAI's answer objects.
 
 The run's ``delta`` events are the answer's text (every step's, in order — the text a client
-sees is the text chatmem stores); ``tool_call`` events marked ``client`` are the calls handed
+sees is the text chatmem stores); ``reasoning`` events, a reasoning model's thinking, are
+``reasoning_content`` (as DeepSeek's API and llama.cpp's server name it); ``tool_call`` events marked ``client`` are the calls handed
 back; ``done`` carries the usage the provider billed for the turn's model calls (counted
 where it reported none, PROV-1); ``error`` ends the run failed.  Other events (compaction,
 server-side tool calls and results, approvals) are chatmem's business and not shown.
@@ -18,7 +19,7 @@ from typing import Any
 from chatmem.turns.events import RunEvent
 
 #: The events that reach an OpenAI client.
-SHOWN = frozenset({"delta", "tool_call", "done", "error"})
+SHOWN = frozenset({"delta", "reasoning", "tool_call", "done", "error"})
 
 
 def shown(event: RunEvent) -> bool:
@@ -52,6 +53,7 @@ class Answer:
     model: str
     created: int = field(default_factory=lambda: int(time.time()))
     text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
@@ -67,6 +69,8 @@ class Answer:
     def take(self, event: RunEvent) -> None:
         if event.type == "delta":
             self.text.append(str(event.data.get("text", "")))
+        elif event.type == "reasoning":
+            self.reasoning.append(str(event.data.get("text", "")))
         elif event.type == "tool_call":
             self.calls.append(event.data)
         elif event.type == "done":
@@ -82,6 +86,8 @@ class Answer:
             "content": text if text or not self.calls else None,
             "refusal": None,
         }
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
         if self.calls:
             message["tool_calls"] = [tool_call_object(c) for c in self.calls]
         return {
@@ -126,6 +132,8 @@ class Answer:
         self.take(event)
         if event.type == "delta":
             return self.chunk({"content": event.data.get("text", "")})
+        if event.type == "reasoning":
+            return self.chunk({"reasoning_content": event.data.get("text", "")})
         if event.type == "tool_call":
             index = len(self.calls) - 1
             return self.chunk({"tool_calls": [tool_call_object(event.data, index)]})

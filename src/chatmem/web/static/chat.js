@@ -219,6 +219,8 @@
         if (note) note.remove();
         live.appendText(stream.deltaText(data));
       },
+      // A reasoning model's thinking, shown as it comes, folded away once the answer ends.
+      reasoning(data) { live.appendReasoning(stream.deltaText(data)); },
       tool_call(data) { live.addToolCall(data.tool_call || data); },
       // PROV-6: an "ask first" call waits for Approve or Refuse (then the decision shows).
       approval(data) { live.addApproval(data, runId); },

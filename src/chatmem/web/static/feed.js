@@ -137,6 +137,16 @@
     if (rawBox && !rawBox.hidden) rawBox.textContent = text;
   }
 
+  /* A reasoning model's thinking, above its answer: a fold, open while it thinks. It is
+     plain text (never markdown: it is not the answer) and it is never sent back. */
+  function reasoningBox(node, text, live) {
+    const box = el("details", { class: "reasoning" });
+    box.append(el("summary", { text: live ? t("Thinking…") : t("Thoughts") }), el("div", { class: "reasoning-text", text }));
+    box.open = !!live;
+    node.querySelector(".content").prepend(box);
+    return box;
+  }
+
   /* The text of a live answer: deltas gather and are rendered once per frame. */
   function liveText(node) {
     const box = formattedBox(node);
@@ -176,6 +186,7 @@
       content.append(toolResultBox(m.content, m.name || state.toolNames.get(m.tool_call_id)));
     } else if (m.role === "assistant") {
       if (m.content) setText(node, formattedBox(node), m.content);
+      if (m.reasoning) reasoningBox(node, m.reasoning, false);
       for (const call of m.tool_calls || []) content.append(toolCallBox(call));
     } else {
       if (m.content) content.append(document.createTextNode(m.content));
@@ -497,10 +508,22 @@
     state.liveNode = node;
     node.classList.add("streaming");
     let text = liveText(node);
+    let thinking = null;
     const follow = () => { if (nearEnd()) scrollToEnd(); };
+    const doneThinking = () => {
+      if (!thinking) return;
+      thinking.open = false;
+      thinking.querySelector("summary").textContent = t("Thoughts");
+      thinking = null;
+    };
     return {
       node: () => node,
-      appendText(more) { text.append(more); },
+      appendText(more) { doneThinking(); text.append(more); },
+      appendReasoning(more) {
+        if (!thinking) thinking = node.querySelector(".content > .reasoning") || reasoningBox(node, "", true);
+        thinking.querySelector(".reasoning-text").append(more);
+        follow();
+      },
       addToolCall(call) {
         node.querySelector(".content").append(toolCallBox(call));
         follow();
@@ -512,6 +535,7 @@
         box.querySelector(".content").replaceChildren(toolResultBox(result.content ?? result.result ?? result.output ?? "", result.name));
         // The model continues after a tool result in a new assistant bubble.
         node.classList.remove("streaming");
+        doneThinking();
         node = appendLocal("assistant", "");
         state.liveNode = node;
         node.classList.add("streaming");
@@ -524,6 +548,7 @@
         follow();
       },
       finish() {
+        doneThinking();
         text.flush();
         node.classList.remove("streaming");
         if (state.progress) { state.progress.remove(); state.progress = null; }

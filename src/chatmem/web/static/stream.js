@@ -4,14 +4,14 @@
 (function () {
   "use strict";
   const { api } = window.chatmem;
-  const NAMES = ["delta", "tool_call", "approval", "tool_result", "compaction", "done", "error", "status", "usage"];
+  const NAMES = ["delta", "reasoning", "tool_call", "approval", "tool_result", "compaction", "done", "error", "status", "usage"];
 
   function parse(event) {
     if (!event.data) return {};
     try { return JSON.parse(event.data); } catch (_) { return { text: event.data }; }
   }
 
-  /* handlers: {delta(data), tool_call(data), approval(data), tool_result(data), compaction(data), done(data), error(data)} */
+  /* handlers: {delta(data), reasoning(data), tool_call(data), approval(data), tool_result(data), compaction(data), done(data), error(data)} */
   function followRun(runId, handlers) {
     const source = new EventSource("/api/v1/runs/" + encodeURIComponent(runId) + "/events");
     let finished = false;
