@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import zipfile
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from tests.exchange.builders import make_user, open_db, user_row
+from tests.exchange.builders import exported, make_user, open_db, stored_messages, user_row
 from tests.support.app import ApiUser
 
 from chatmem.cli import main
@@ -210,3 +211,148 @@ def test_cli_reports_the_blank_conversations_it_skipped(
     out = capsys.readouterr().out
     assert "Imported 1 conversation(s) with 5 message(s) from a Claude export" in out
     assert "1 without any text, skipped" in out
+
+
+# --- reasoning models' thinking --------------------------------------------------------------
+
+
+def _import_json(db: Database, document: object, user: str = "ann") -> list[str]:
+    uid = make_user(db, user)
+    raw = io.BytesIO(json.dumps(document).encode())
+    with db.session() as session:
+        return list(
+            import_source(session, user_row(session, uid), ImportSource(raw)).conversation_ids
+        )
+
+
+def _stored(db: Database, conversation_id: str) -> list[tuple[str, str, object]]:
+    return [
+        (r[2], r[3], (r[8] or {}).get("reasoning")) for r in stored_messages(db, conversation_id)
+    ]
+
+
+OPENWEBUI_REASONING = {
+    "id": "owui-r1",
+    "title": "Thinking chat",
+    "created_at": 1730000000,
+    "updated_at": 1730000100,
+    "chat": {
+        "history": {
+            "currentId": "a1",
+            "messages": {
+                "u1": {
+                    "id": "u1",
+                    "parentId": None,
+                    "role": "user",
+                    "content": "2+2?",
+                    "timestamp": 1730000000,
+                },
+                "a1": {
+                    "id": "a1",
+                    "parentId": "u1",
+                    "role": "assistant",
+                    "timestamp": 1730000010,
+                    # As Open WebUI stores a reasoning model's answer: the thinking folded in.
+                    "content": '<details type="reasoning" done="true" duration="3">\n'
+                    "<summary>Thought for 3 seconds</summary>\n"
+                    "> Two plus two.\n> That is four.\n</details>\nIt is **4**.",
+                },
+            },
+        },
+        "messages": [],
+    },
+}
+
+
+def test_open_webui_thinking_folds_become_the_answers_reasoning(db: Database) -> None:
+    (cid,) = _import_json(db, [OPENWEBUI_REASONING])
+    assert _stored(db, cid) == [
+        ("user", "2+2?", None),
+        ("assistant", "It is **4**.", "Two plus two.\nThat is four."),
+    ]
+
+
+def test_chatgpt_thoughts_become_the_following_answers_reasoning(db: Database) -> None:
+    def node(nid: str, parent: str | None, message: dict[str, object]) -> dict[str, object]:
+        return {"id": nid, "parent": parent, "children": [], "message": {"id": nid, **message}}
+
+    mapping = {
+        "u": node(
+            "u",
+            None,
+            {
+                "author": {"role": "user"},
+                "content": {"content_type": "text", "parts": ["Plan a trip"]},
+            },
+        ),
+        "t": node(
+            "t",
+            "u",
+            {
+                "author": {"role": "assistant"},
+                "recipient": "all",
+                "content": {
+                    "content_type": "thoughts",
+                    "thoughts": [
+                        {
+                            "summary": "Weighing the options",
+                            "content": "Rome or Lisbon; Lisbon is cheaper.",
+                            "finished": True,
+                        },
+                    ],
+                },
+            },
+        ),
+        "r": node(
+            "r",
+            "t",
+            {
+                "author": {"role": "assistant"},
+                "content": {"content_type": "reasoning_recap", "content": "Thought for 4 seconds"},
+            },
+        ),
+        "a": node(
+            "a",
+            "r",
+            {
+                "author": {"role": "assistant"},
+                "recipient": "all",
+                "content": {"content_type": "text", "parts": ["Go to Lisbon."]},
+            },
+        ),
+    }
+    document = [
+        {
+            "id": "gpt-r1",
+            "title": "Trip",
+            "create_time": 1730000000.0,
+            "current_node": "a",
+            "mapping": mapping,
+        }
+    ]
+    (cid,) = _import_json(db, document)
+    assert _stored(db, cid) == [
+        ("user", "Plan a trip", None),
+        ("assistant", "Go to Lisbon.", "Weighing the options\nRome or Lisbon; Lisbon is cheaper."),
+    ]
+
+
+def test_reasoning_survives_the_chatmem_round_trip_and_is_never_planned(
+    db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (cid,) = _import_json(db, [OPENWEBUI_REASONING])
+    (conversation,) = exported(db, [cid])
+    assert conversation["messages"][1]["reasoning"] == "Two plus two.\nThat is four."
+    assert "reasoning" not in conversation["messages"][0]
+    document = {"format": "chatmem.export/1", "conversations": [conversation]}
+    (again,) = _import_json(db, document, user="bob")
+    assert _stored(db, again) == _stored(db, cid)
+    # The engine reads the same file: the plan sends the answer alone.
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(SystemExit) as ended:
+        main(["context", "plan", str(path)])
+    assert ended.value.code in (0, None)
+    plan = json.loads(capsys.readouterr().out)
+    assert {"role": "assistant", "content": "It is **4**."} in plan["messages"]
+    assert "Two plus two" not in json.dumps(plan["messages"])

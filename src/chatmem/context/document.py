@@ -65,7 +65,8 @@ CONVERSATION_KEYS = frozenset(
         "recall",  # issue 17: the recall switch, when set
     }
 )
-# ``tokens``, ``seq`` and ``meta``: what an archive keeps of a message (restored as it was).
+# ``tokens``, ``seq`` and ``meta``: what an archive keeps of a message (restored as it was);
+# ``reasoning``: a reasoning model's thinking before the answer (kept, never planned).
 MESSAGE_KEYS = frozenset(
     {
         "id",
@@ -79,6 +80,7 @@ MESSAGE_KEYS = frozenset(
         "seq",
         "meta",
         "hidden",
+        "reasoning",
     }
 )
 #: PROJ-3: a version of a slot (an answer regenerated, a question edited and sent again).

@@ -162,6 +162,8 @@ def messages_of(
         Message.tool_calls,
         Message.tool_call_id,
         Message.hidden,
+        # A reasoning model's thinking (meta.reasoning): read alone, not the whole meta.
+        Message.meta["reasoning"].as_string().label("reasoning"),
         *token_columns,
     )
     after = 0
@@ -193,6 +195,8 @@ def messages_of(
                 item["tool_call_id"] = row.tool_call_id
             if row.hidden:  # PROJ-3: a version not shown (never planned)
                 item["hidden"] = True
+            if row.reasoning:
+                item["reasoning"] = row.reasoning
             if with_tokens:  # archive-only extras, restored as they were
                 item["tokens"] = {c: getattr(row, c) for c in TOKEN_COLUMNS.values()}
                 item["seq"] = row.seq

@@ -42,6 +42,7 @@ import json
 import mimetypes
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -144,9 +145,7 @@ def _unique_ids(messages: list[ImportedMessage]) -> tuple[ImportedMessage, ...]:
 
 
 def _with_id(message: ImportedMessage, mid: str) -> ImportedMessage:
-    return ImportedMessage(
-        id=mid, role=message.role, content=message.content, created_at=message.created_at
-    )
+    return replace(message, id=mid)
 
 
 # --- ChatGPT -------------------------------------------------------------------------------
@@ -159,13 +158,23 @@ def chatgpt_conversation(
     path = _chatgpt_path(mapping, item.get("current_node"))
     messages: list[ImportedMessage] = []
     files: list[ImportedFile] = []
+    thoughts: list[str] = []  # a reasoning model's, for the answer that follows them
     for node in path:
         message = node.get("message")
         if not isinstance(message, Mapping):
             continue
+        thought = _chatgpt_thoughts(message)
+        if thought is not None:
+            thoughts.append(thought)
+            continue
         converted = _chatgpt_message(message, node, find_asset)
         if converted is not None:
-            messages.append(converted[0])
+            said = converted[0]
+            if said.role == "assistant" and thoughts:
+                said = replace(said, reasoning="\n\n".join(t for t in thoughts if t) or None)
+            if said.role != "system":
+                thoughts = []
+            messages.append(said)
             files.extend(converted[1])
     title = _title(item.get("title"))
     unique = _unique_ids(messages)
@@ -260,6 +269,20 @@ def _chatgpt_message(
         ),
         parts.files,
     )
+
+
+def _chatgpt_thoughts(message: Mapping[str, Any]) -> str | None:
+    """A reasoning model's thinking (``content_type: "thoughts"``: each thought's summary and
+    text), or None for any other message."""
+    content = message.get("content")
+    if not isinstance(content, Mapping) or content.get("content_type") != "thoughts":
+        return None
+    texts: list[str] = []
+    for thought in content.get("thoughts") or []:
+        if isinstance(thought, Mapping):
+            lines = [_text(thought.get("summary")).strip(), _text(thought.get("content")).strip()]
+            texts.append("\n".join(line for line in lines if line))
+    return "\n\n".join(t for t in texts if t)
 
 
 def _file_id(pointer: str) -> str:
@@ -510,14 +533,21 @@ def openwebui_conversation(
             continue
         mid = _text(raw.get("id")) or f"m{index + 1}"
         attached, shown = _openwebui_files(raw, mid)
-        text = _with_placeholders(_text(content), shown)
+        reasoning, said = (
+            openwebui_reasoning(_text(content)) if role == "assistant" else ("", content)
+        )
+        text = _with_placeholders(_text(said), shown)
         if not text.strip():
             if not attached:
                 continue
             text = "\n".join(placeholder(_kind(f.mime), f.name) for f in attached)
         messages.append(
             ImportedMessage(
-                id=mid, role=role, content=text, created_at=parse_time(raw.get("timestamp"))
+                id=mid,
+                role=role,
+                content=text,
+                created_at=parse_time(raw.get("timestamp")),
+                reasoning=reasoning or None,
             )
         )
         files.extend(attached)
@@ -543,6 +573,28 @@ def openwebui_conversation(
         if isinstance(system, str) and system.strip()
         else {},
     )
+
+
+# Open WebUI keeps a reasoning model's thinking in the answer's text, as folds before it:
+# <details type="reasoning" done="true" duration="3">\n<summary>Thought for 3 seconds</summary>
+# \n> a line of thinking\n</details>\n, then the answer.
+_OPENWEBUI_REASONING = re.compile(r'\A\s*<details type="reasoning"[^>]*>(.*?)</details>\s*', re.S)
+_SUMMARY = re.compile(r"\A\s*<summary>.*?</summary>", re.S)
+
+
+def openwebui_reasoning(text: str) -> tuple[str, str]:
+    """Open WebUI's answer text as (its thinking, the answer): the leading reasoning folds,
+    their summary line and quote marks dropped."""
+    thoughts: list[str] = []
+    while match := _OPENWEBUI_REASONING.match(text):
+        lines = _SUMMARY.sub("", match.group(1)).strip().splitlines()
+        thoughts.append(
+            "\n".join(
+                line[2:] if line.startswith("> ") else line.lstrip(">") for line in lines
+            ).strip()
+        )
+        text = text[match.end() :]
+    return "\n\n".join(t for t in thoughts if t), text
 
 
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(;[^,]*)?,", re.ASCII)

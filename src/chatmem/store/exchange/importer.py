@@ -432,7 +432,8 @@ def message_rows(
             "tool_call_id": message.tool_call_id,
             "excluded": message.excluded,
             "hidden": message.hidden,
-            "meta": kept.get("meta"),
+            "meta": kept.get("meta")
+            or ({"reasoning": message.reasoning} if message.reasoning else None),
             **counts,
         }
 

@@ -12,7 +12,8 @@ so import accepts exactly what ``chatmem context plan`` accepts), then checked f
 for what the store needs beyond the engine and becomes an :class:`ImportedConversation`; a mistake names the
 conversation and the field.  Besides the CONTRACT fields the reader accepts what the writer
 adds for a lossless round trip: ``summaries`` (history, oldest first), ``created_at`` /
-``updated_at``, ``tool_calls`` / ``tool_call_id`` on messages.  A summary's ``through`` may be
+``updated_at``, ``tool_calls`` / ``tool_call_id`` and ``reasoning`` (a reasoning model's
+thinking before the answer) on messages.  A summary's ``through`` may be
 null: a conversation continued from another one's summary (CTX-23) starts with a summary
 that covers none of its messages.
 """
@@ -212,6 +213,7 @@ def _message(data: Mapping[str, Any], parent: _Check) -> ImportedMessage:
         tool_calls=tuple(calls),
         tool_call_id=tool_call_id,
         hidden=check.boolean(data, "hidden"),
+        reasoning=check.string(data, "reasoning"),
     )
 
 

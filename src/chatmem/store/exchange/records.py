@@ -36,6 +36,8 @@ class ImportedMessage:
     tool_call_id: str | None = None
     #: PROJ-3: a version not shown (chatmem exports only).
     hidden: bool = False
+    #: A reasoning model's thinking before this answer: kept beside it, never sent back.
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)
