@@ -545,3 +545,18 @@ def test_a_reasoning_models_thinking_is_reasoning_content(w: World) -> None:
     message = answer.choices[0].message
     assert message.content == "Six."
     assert getattr(message, "reasoning_content", None) == "Three times two."
+
+
+def test_an_answer_cut_at_the_output_limit_finishes_with_length(w: World) -> None:
+    """LangChain and the SDKs tell a truncated answer by ``finish_reason: "length"``."""
+    w.model.reply("Once upon a", finish_reason="length")
+    stream = w.sdk().chat.completions.create(
+        model="fake", messages=[{"role": "user", "content": "A story"}], stream=True
+    )
+    finishes = [c.choices[0].finish_reason for c in stream if c.choices]
+    assert finishes[-1] == "length"
+    w.model.reply("Once upon a", finish_reason="length")
+    answer = w.sdk().chat.completions.create(
+        model="fake", messages=[{"role": "user", "content": "Another story"}]
+    )
+    assert answer.choices[0].finish_reason == "length"

@@ -502,3 +502,29 @@ def test_an_answer_stopped_while_thinking_is_billed_and_leaves_no_empty_message(
     assert [m["role"] for m in chat.messages()] == ["user"]
     (row,) = ledger(chat)
     assert row.completion_tokens >= 1 and row.cost > 0
+
+
+@pytest.mark.parametrize("reason", ["length", "content_filter"])
+def test_an_answer_cut_short_says_so(chat: Chat, reason: str) -> None:
+    """The provider's finish reason is kept when it means the answer did not end by itself:
+    on the message (the feed says so), in ``done``; a finished answer says nothing."""
+    chat.model.reply("It was a dark and stormy", finish_reason=reason)
+    run_id = chat.start("Tell me a story")
+    assert chat.wait(run_id)["status"] == "completed"
+    done = chat.events(run_id)[-1]
+    assert (done["event"], done["data"]["finish_reason"]) == ("done", reason)
+    listed = chat.client.get(
+        f"/api/v1/conversations/{chat.conversation_id}/messages", headers=chat.headers
+    ).json()["items"]
+    assert (listed[-1]["content"], listed[-1]["finish_reason"]) == (
+        "It was a dark and stormy",
+        reason,
+    )
+    chat.model.reply("The end.")
+    run_id = chat.start("Go on")
+    assert chat.wait(run_id)["status"] == "completed"
+    assert chat.events(run_id)[-1]["data"]["finish_reason"] is None
+    listed = chat.client.get(
+        f"/api/v1/conversations/{chat.conversation_id}/messages", headers=chat.headers
+    ).json()["items"]
+    assert listed[-1]["finish_reason"] is None

@@ -70,6 +70,19 @@ def test_a_reasoning_models_thinking_shows_while_it_thinks_then_folds_away(
     save_screenshot(alice, "reasoning.png")
 
 
+def test_an_answer_cut_at_the_models_limit_says_so(
+    alice: Any, model: FakeModelServer, profiles: Any
+) -> None:
+    model.reply("It was a dark and stormy", finish_reason="length")
+    alice.get_by_role("textbox", name="Message").fill("Tell me a long story")
+    alice.get_by_role("button", name="Send").click()
+    answer = alice.locator(".message.role-assistant").last
+    expect(answer.locator(".answer-cut")).to_have_text(
+        "The answer was cut off: the model reached its output limit."
+    )
+    expect(answer.locator(".md")).to_have_text("It was a dark and stormy")
+
+
 def test_stop_interrupts_the_answer_and_keeps_what_was_written(
     alice: Any, model: FakeModelServer, profiles: Any
 ) -> None:

@@ -51,7 +51,7 @@ from chatmem.errors import (
     ProviderError,
     ProviderRefusesTools,
 )
-from chatmem.models.client import ReasoningDelta, TextDelta, ToolCallEvent, Usage
+from chatmem.models.client import Finish, ReasoningDelta, TextDelta, ToolCallEvent, Usage
 from chatmem.models.clients import ModelClients
 from chatmem.models.profiles import turn_recall_off
 from chatmem.settings import Settings
@@ -79,6 +79,9 @@ from chatmem.turns.tools import ToolBox, ToolOutcome, ToolRoute
 
 log = logging.getLogger(__name__)
 
+#: Finish reasons that mean the answer was cut short, not finished: the model's output limit,
+#: the provider's content filter.
+CUT_REASONS = frozenset({"length", "content_filter"})
 #: Folds one model step may start.  One fold makes as many rounds as it needs; a second
 #: runs only when the stored summary came out longer than the engine counted on.
 FOLD_ATTEMPTS = 3
@@ -140,6 +143,9 @@ class _Tally:
     iterations: int = 0
     tool_calls: int = 0
     last_message_id: str | None = None
+    #: Why the last answer ended when it was not its own choice: ``length`` (the model's
+    #: output limit), ``content_filter`` (the provider's filter).
+    cut: str | None = None
     usage: dict[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0}
     )
@@ -347,10 +353,11 @@ class TurnRunner:
         thoughts: list[str] = []
         calls: list[ToolCall] = []
         usage: Usage | None = None
+        finish: str | None = None
         step = self._tally.iterations
 
         async def consume() -> None:
-            nonlocal usage
+            nonlocal usage, finish
             async for event in client.stream(
                 inputs.plan.messages,
                 tools=inputs.tools or None,
@@ -362,6 +369,8 @@ class TurnRunner:
                 elif isinstance(event, ReasoningDelta):
                     thoughts.append(event.text)
                     await self._journal.emit("reasoning", {"text": event.text, "step": step})
+                elif isinstance(event, Finish):
+                    finish = event.reason
                 elif isinstance(event, ToolCallEvent):
                     calls.append(event.call)
                 elif isinstance(event, Usage):
@@ -401,6 +410,9 @@ class TurnRunner:
         # The answer's checkpoint (TURN-2) is one transaction: its ledger row (USE-1), the
         # assistant message and the events streamed so far.
         kept = {"step": step, **_reasoning(thoughts)}
+        self._tally.cut = finish if finish in CUT_REASONS else None
+        if self._tally.cut:
+            kept["finish_reason"] = self._tally.cut  # the feed says the answer was cut
         message_id, checkpoint = self._answer_unit(text, ledger, kept, calls)
         self._tally.last_message_id = message_id
         if calls:
@@ -752,6 +764,8 @@ class TurnRunner:
                     "usage": self._tally.usage,
                     "cost": round(self._tally.cost, 8),
                     "answered_by": self.job.answered,
+                    # The last answer was cut (``length``, ``content_filter``), else None.
+                    "finish_reason": self._tally.cut,
                 },
             )
         try:

@@ -91,6 +91,8 @@ def message_public(message: Message, tokens_column: str, status: str | None) -> 
         "answered_by": (message.meta or {}).get("answered_by"),
         # What a reasoning model thought before this answer (shown, never sent back).
         "reasoning": (message.meta or {}).get("reasoning"),
+        # An answer cut short: "length" (the model's output limit), "content_filter".
+        "finish_reason": (message.meta or {}).get("finish_reason"),
     }
 
 

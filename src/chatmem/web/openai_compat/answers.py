@@ -64,7 +64,11 @@ class Answer:
 
     @property
     def finish_reason(self) -> str:
-        return "tool_calls" if self.calls else "stop"
+        """``tool_calls``; else why the last answer ended when it was cut (``length``: the
+        model's output limit; ``content_filter``), as the provider said; else ``stop``."""
+        if self.calls:
+            return "tool_calls"
+        return str((self.done or {}).get("finish_reason") or "stop")
 
     def take(self, event: RunEvent) -> None:
         if event.type == "delta":

@@ -167,6 +167,12 @@
     };
   }
 
+  /* An answer the model did not finish (the finish reason its provider gave). */
+  const CUT_NOTES = {
+    length: t("The answer was cut off: the model reached its output limit."),
+    content_filter: t("The provider's content filter stopped this answer."),
+  };
+
   /* USE-4: which model answered when it is not the one chosen (a locked model, or Auto). */
   function answeredNote(answered) {
     if (!answered || !answered.reason) return "";
@@ -194,6 +200,8 @@
     }
     const note = answeredNote(m.answered_by);
     if (note) content.after(el("p", { class: "answered-by muted small", text: note }));
+    const cut = CUT_NOTES[m.finish_reason];
+    if (cut) content.after(el("p", { class: "answer-cut small", text: cut }));
     if (m.role === "user" && m.id) {
       const toggle = node.querySelector(".exclude-pair");
       toggle.hidden = false;
