@@ -24,6 +24,7 @@ from chatmem.models.client import (
     ReasoningDelta,
     SharedHttp,
     TextDelta,
+    ToolCallEvent,
     Usage,
     http_pool,
     requested_tokens,
@@ -309,3 +310,20 @@ async def test_an_answer_that_does_not_open_with_the_tag_is_left_alone(
         events = await collect(client)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == text
     assert not any(isinstance(e, ReasoningDelta) for e in events)
+
+
+async def test_tool_calls_sent_whole_without_an_index_stay_apart(
+    model_server: FakeModelServer,
+) -> None:
+    """Gemini's OpenAI-compatible API sends each call whole and without ``index``: two
+    parallel calls used to merge into one (the first name, both arguments run together)."""
+    model_server.tool_calls(
+        [("weather", {"city": "Rome"}, "c1"), ("time", {"zone": "CET"}, "c2")], whole=True
+    )
+    async with client_for(model_server) as client:
+        events = await collect(client, tools=[TOOL])
+    calls = [e.call for e in events if isinstance(e, ToolCallEvent)]
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        ("c1", "weather", '{"city": "Rome"}'),
+        ("c2", "time", '{"zone": "CET"}'),
+    ]

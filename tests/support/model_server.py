@@ -324,11 +324,15 @@ class _Scripting:
         text: str = "",
         usage: tuple[int, int] | None = None,
         report_usage: bool = True,
+        whole: bool = False,
     ) -> None:
-        """Answer with several tool calls: ``[(name, arguments, id or None), …]``."""
+        """Answer with several tool calls: ``[(name, arguments, id or None), …]``, their
+        arguments streamed in parts; ``whole``: each call in one chunk without an ``index``
+        (Gemini's OpenAI-compatible API)."""
         self._enqueue(
             {
                 "kind": "tool_calls",
+                "whole": whole,
                 "report_usage": report_usage,
                 "text": text,
                 "calls": [
@@ -551,6 +555,14 @@ def _stream_events(step: dict[str, Any], body: dict[str, Any]) -> Iterator[dict[
     if step["kind"] == "tool_calls":
         finish = "tool_calls"
         for index, call in enumerate(step["calls"]):
+            if step.get("whole"):
+                function = {"name": call["name"], "arguments": call["arguments"]}
+                yield _chunk(
+                    cid,
+                    model,
+                    {"tool_calls": [{"id": call["id"], "type": "function", "function": function}]},
+                )
+                continue
             yield _chunk(
                 cid,
                 model,

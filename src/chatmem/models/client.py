@@ -714,6 +714,22 @@ def _utf8_prefix(text: str, size: int) -> str:
     return text.encode("utf-8", "surrogatepass")[:size].decode("utf-8", "ignore")
 
 
+def _call_index(part: Mapping[str, Any], calls: Mapping[int, _PendingCall]) -> int:
+    """A tool call delta's place in the answer: its ``index``.  A server that sends none
+    (Gemini's OpenAI-compatible API sends each call whole, without one) starts a new call
+    with each new ``id``; a delta without either continues the last call."""
+    index = part.get("index")
+    if isinstance(index, int) and not isinstance(index, bool):
+        return index
+    if isinstance(index, str) and index.isdigit():
+        return int(index)
+    if not calls:
+        return 0
+    last = max(calls)
+    new_id = part.get("id")
+    return last + 1 if new_id and calls[last].id and new_id != calls[last].id else last
+
+
 class ThinkSplitter:
     """Splits an answer that opens with ``<think>…</think>`` into its reasoning and its text.
 
@@ -864,7 +880,7 @@ async def _parse_stream(
                         yield event
                 for part in delta.get("tool_calls") or []:
                     received = True
-                    pending = calls.setdefault(int(part.get("index", 0)), _PendingCall())
+                    pending = calls.setdefault(_call_index(part, calls), _PendingCall())
                     pending.id = pending.id or str(part.get("id") or "")
                     fn = part.get("function") or {}
                     pending.name = pending.name or str(fn.get("name") or "")
