@@ -146,6 +146,23 @@ async def test_retries_are_bounded_then_the_error_is_mapped(model_server: FakeMo
     assert model_server.pending == 0
 
 
+async def test_an_account_out_of_quota_is_not_retried_as_a_rate_limit(
+    model_server: FakeModelServer,
+) -> None:
+    """OpenAI answers 429 ``insufficient_quota`` when the account's credit is gone: waiting
+    and retrying cannot help, and "rate limiting" would send the user the wrong way."""
+    quota = "You exceeded your current quota, please check your plan and billing details."
+    body = {"error": {"message": quota, "type": "insufficient_quota", "code": "insufficient_quota"}}
+    model_server.error(429, body)
+    sleeps = Sleeps()
+    async with client_for(model_server, sleep=sleeps) as client:
+        with pytest.raises(ProviderError) as failed:
+            await collect(client)
+    assert not isinstance(failed.value, ProviderRateLimited)
+    assert "no quota left" in failed.value.message and quota in failed.value.message
+    assert (len(model_server.chat_requests), sleeps.calls) == (1, [])
+
+
 async def test_no_retry_once_text_has_arrived(model_server: FakeModelServer) -> None:
     model_server.reply("one two three four", break_after=2)
     received: list[str] = []

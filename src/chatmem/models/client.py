@@ -497,6 +497,13 @@ class ModelClient:
                 "tools: turn the tools off for this conversation or model profile)",
                 status=status,
             )
+        if status == 429 and code == "insufficient_quota":
+            # OpenAI's "You exceeded your current quota": billing, not a rate; no retry helps.
+            return ProviderError(
+                f"The model API says this account has no quota left (its plan and billing "
+                f"decide): {message}",
+                status=status,
+            )
         error: ChatmemError
         if status == 429:
             error = ProviderRateLimited(f"The model API is rate limiting requests: {message}")
