@@ -1,8 +1,10 @@
-"""``chatmem user add`` and ``chatmem token create``: accounts from the command line.
+"""``chatmem user add`` and ``chatmem token create|list|revoke``: accounts from the command
+line.
 
-Both open the database named by the settings (migrating it first, as the server does), so
+Each opens the database named by the settings (migrating it first, as the server does), so
 they work before the server ever ran.  ``token create`` prints the token alone on stdout — it
-is shown once and stored only as a digest — so scripts can capture it.
+is shown once and stored only as a digest — so scripts can capture it; ``token list`` shows a
+user's tokens (id, created, label: never the secret) and ``token revoke`` deletes one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database
 from chatmem.store.private import make_private_dir
+from chatmem.store.types import iso
 
 
 def _database() -> Database:
@@ -71,3 +74,33 @@ def register(app: typer.Typer) -> None:
         finally:
             db.dispose()
         typer.echo(token)
+
+    @token_app.command("list")
+    def token_list(name: str = typer.Argument(..., help="Whose tokens.")) -> None:
+        """List a user's API tokens: id, created, label (the secrets are not kept)."""
+        db = _database()
+        try:
+            with db.session() as session:
+                user = accounts.require_user(session, name)
+                records = accounts.api_tokens(session, user.id)
+        finally:
+            db.dispose()
+        for record in records:
+            typer.echo(f"{record.id}\t{iso(record.created_at)}\t{record.label}")
+        if not records:
+            typer.echo(f"{name} has no API tokens.", err=True)
+
+    @token_app.command("revoke")
+    def token_revoke(
+        name: str = typer.Argument(..., help="Whose token."),
+        token_id: str = typer.Argument(..., help="The token's id (chatmem token list)."),
+    ) -> None:
+        """Revoke one of a user's API tokens (running servers stop taking it within seconds)."""
+        db = _database()
+        try:
+            with db.session(write=True) as session:
+                user = accounts.require_user(session, name)
+                accounts.revoke_api_token(session, user.id, token_id)
+        finally:
+            db.dispose()
+        typer.echo(f"Revoked token {token_id} of {name}.", err=True)

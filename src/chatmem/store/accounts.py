@@ -95,10 +95,57 @@ def check_password(db: Database, name: str, password: str) -> str:
 
 
 def create_api_token(session: Session, user: User, label: str = "") -> str:
+    return new_api_token(session, user, label).token
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """An API token as its owner sees it: never the secret, which is stored as a digest."""
+
+    id: str
+    label: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class NewToken:
+    record: TokenRecord
+    #: The secret, shown this once.
+    token: str
+
+
+def new_api_token(session: Session, user: User, label: str = "") -> NewToken:
     token = new_secret("cm_")
-    session.add(ApiToken(user_id=user.id, token_hash=digest(token), label=label[:200]))
+    row = ApiToken(user_id=user.id, token_hash=digest(token), label=label[:200])
+    session.add(row)
     session.flush()
-    return token
+    return NewToken(_token_record(row), token)
+
+
+def api_tokens(session: Session, user_id: str) -> list[TokenRecord]:
+    """The user's API tokens, oldest first."""
+    rows = session.scalars(
+        select(ApiToken)
+        .where(ApiToken.user_id == user_id)
+        .order_by(ApiToken.created_at, ApiToken.id)
+    )
+    return [_token_record(row) for row in rows]
+
+
+def revoke_api_token(session: Session, user_id: str, token_id: str) -> str:
+    """Deletes one of the user's tokens; returns the digest it was stored as (the
+    credential caches forget it).  Another user's token, or none, is :class:`NotFound`."""
+    row = session.get(ApiToken, token_id)
+    if row is None or row.user_id != user_id:
+        raise NotFound("token")
+    token_hash = row.token_hash
+    session.delete(row)
+    session.flush()
+    return token_hash
+
+
+def _token_record(row: ApiToken) -> TokenRecord:
+    return TokenRecord(row.id, row.label, row.created_at)
 
 
 # Every request authenticates with one of these: built once (building a statement costs

@@ -131,8 +131,12 @@ class CredentialCache:
                 self._items.popitem(last=False)
 
     def forget(self, secret: str) -> None:
+        self.forget_digest(digest(secret))
+
+    def forget_digest(self, key: str) -> None:
+        """Drops a credential known by the digest it is stored as (a revoked API token)."""
         with self._lock:
-            self._items.pop(digest(secret), None)
+            self._items.pop(key, None)
 
     def forget_user(self, user_id: str) -> None:
         """Drops every credential of this user (a disabled account, USE-5)."""

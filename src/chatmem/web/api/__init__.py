@@ -19,6 +19,7 @@ ROUTE_MODULES = [
     "exchange",
     "archive",
     "auth",
+    "tokens",
     "folders",
     "conversations",
     "messages",

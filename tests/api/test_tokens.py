@@ -1,0 +1,108 @@
+"""A user's own API tokens: listed (never the secret), created (the secret shown once) and
+revoked — over the API and from the command line.  Before, a token could only be created
+(``chatmem token create``): a leaked one kept working until its user was disabled."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from tests.support.app import ApiUser, make_user
+
+from chatmem.cli import main
+from chatmem.settings import Settings
+from chatmem.store import accounts
+from chatmem.store.db import Database
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_a_new_token_is_shown_once_works_and_is_listed_without_its_secret(
+    client: TestClient, user: ApiUser
+) -> None:
+    created = client.post("/api/v1/tokens", json={"label": " laptop "}, headers=user.headers)
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert body["token"].startswith("cm_") and body["label"] == "laptop"
+    assert client.get("/api/v1/me", headers=bearer(body["token"])).json()["name"] == "alice"
+    listed = client.get("/api/v1/tokens", headers=user.headers).json()["items"]
+    assert [(t["label"], sorted(t)) for t in listed] == [
+        ("test", ["created_at", "id", "label"]),  # the one the fixture made
+        ("laptop", ["created_at", "id", "label"]),
+    ]
+    assert body["token"] not in str(listed)
+
+
+def test_a_revoked_token_stops_at_once(client: TestClient, user: ApiUser) -> None:
+    spare = client.post("/api/v1/tokens", json={"label": "ci"}, headers=user.headers).json()
+    assert client.get("/api/v1/me", headers=bearer(spare["token"])).status_code == 200  # cached
+    gone = client.delete(f"/api/v1/tokens/{spare['id']}", headers=user.headers)
+    assert gone.status_code == 204
+    refused = client.get("/api/v1/me", headers=bearer(spare["token"]))
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+    assert client.get("/api/v1/me", headers=user.headers).status_code == 200  # the others stay
+    again = client.delete(f"/api/v1/tokens/{spare['id']}", headers=user.headers)
+    assert again.status_code == 404
+
+
+def test_another_users_token_is_not_found_and_keeps_working(
+    client: TestClient, user: ApiUser, other_user: ApiUser
+) -> None:
+    (theirs,) = client.get("/api/v1/tokens", headers=other_user.headers).json()["items"]
+    refused = client.delete(f"/api/v1/tokens/{theirs['id']}", headers=user.headers)
+    missing = client.delete("/api/v1/tokens/not-a-token", headers=user.headers)
+    assert refused.status_code == missing.status_code == 404
+    assert refused.json() == missing.json()  # another user's looks exactly like none
+    assert client.get("/api/v1/me", headers=other_user.headers).status_code == 200
+    mine = client.get("/api/v1/tokens", headers=user.headers).json()["items"]
+    assert theirs["id"] not in [t["id"] for t in mine]
+
+
+def test_bad_input_and_browser_sessions_need_the_csrf_token(client: TestClient) -> None:
+    make_user(client, "carol", password="s3cret!")
+    login = client.post("/api/v1/auth/login", json={"name": "carol", "password": "s3cret!"})
+    csrf = login.json()["csrf_token"]
+    assert client.post("/api/v1/tokens", json={"label": "x"}).status_code == 403
+    too_long = client.post(
+        "/api/v1/tokens", json={"label": "x" * 201}, headers={"X-CSRF-Token": csrf}
+    )
+    assert too_long.status_code == 422 and too_long.json()["error"]["code"] == "invalid_input"
+    made = client.post("/api/v1/tokens", json={}, headers={"X-CSRF-Token": csrf})
+    assert made.status_code == 201 and made.json()["label"] == ""
+    client.cookies.clear()
+    assert client.get("/api/v1/tokens").status_code == 401
+
+
+def test_the_command_line_lists_and_revokes(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings()  # as the commands read it from the environment
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    db = Database.from_settings(settings)
+    db.migrate()
+    with db.session() as session:
+        user = accounts.create_user(session, "dora", password=None)
+        token = accounts.create_api_token(session, user, label="cli")
+    db.dispose()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as ended:
+            main(["token", *args])
+        out, err = capsys.readouterr()
+        return int(ended.value.code or 0), out, err
+
+    code, out, _ = run("list", "dora")
+    (line,) = out.splitlines()
+    token_id, _created, label = line.split("\t")
+    assert (code, label) == (0, "cli") and token not in out
+    assert run("revoke", "dora", token_id)[0] == 0
+    assert run("list", "dora")[1] == ""
+    code, _, err = run("revoke", "dora", token_id)
+    assert code == 1 and "not found" in err
+    db = Database.from_settings(settings)
+    try:
+        with db.session() as session:
+            assert accounts.user_id_for_api_token(session, token) is None
+    finally:
+        db.dispose()
