@@ -356,3 +356,38 @@ def test_reasoning_survives_the_chatmem_round_trip_and_is_never_planned(
     plan = json.loads(capsys.readouterr().out)
     assert {"role": "assistant", "content": "It is **4**."} in plan["messages"]
     assert "Two plus two" not in json.dumps(plan["messages"])
+
+
+def test_claude_extended_thinking_becomes_the_answers_reasoning(db: Database) -> None:
+    document = [
+        {
+            "uuid": "claude-r1",
+            "name": "Primes",
+            "created_at": "2026-11-01T10:00:00Z",
+            "updated_at": "2026-11-01T10:01:00Z",
+            "chat_messages": [
+                {
+                    "uuid": "q",
+                    "sender": "human",
+                    "text": "Is 91 prime?",
+                    "content": [{"type": "text", "text": "Is 91 prime?"}],
+                    "created_at": "2026-11-01T10:00:00Z",
+                },
+                {
+                    "uuid": "a",
+                    "sender": "assistant",
+                    "text": "No: 91 = 7 × 13.",
+                    "content": [
+                        {"type": "thinking", "thinking": "91 / 7 = 13, so it is not prime."},
+                        {"type": "text", "text": "No: 91 = 7 × 13."},
+                    ],
+                    "created_at": "2026-11-01T10:00:05Z",
+                },
+            ],
+        }
+    ]
+    (cid,) = _import_json(db, document)
+    assert _stored(db, cid) == [
+        ("user", "Is 91 prime?", None),
+        ("assistant", "No: 91 = 7 × 13.", "91 / 7 = 13, so it is not prime."),
+    ]

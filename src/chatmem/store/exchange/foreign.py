@@ -444,7 +444,11 @@ def claude_conversation(
             continue
         messages.append(
             ImportedMessage(
-                id=mid, role=role, content=text, created_at=parse_time(entry.get("created_at"))
+                id=mid,
+                role=role,
+                content=text,
+                created_at=parse_time(entry.get("created_at")),
+                reasoning=_claude_thinking(entry) or None,
             )
         )
         files.extend(attached)
@@ -474,6 +478,21 @@ def _claude_text(entry: Mapping[str, Any]) -> str:
         if texts:
             return "\n\n".join(texts)
     return _text(entry.get("text"))
+
+
+def _claude_thinking(entry: Mapping[str, Any]) -> str:
+    """Claude's extended thinking before an answer (``thinking`` blocks)."""
+    blocks = entry.get("content")
+    if not isinstance(blocks, list):
+        return ""
+    return "\n\n".join(
+        b["thinking"].strip()
+        for b in blocks
+        if isinstance(b, Mapping)
+        and b.get("type") == "thinking"
+        and isinstance(b.get("thinking"), str)
+        and b["thinking"].strip()
+    )
 
 
 def _claude_files(entry: Mapping[str, Any], mid: str) -> list[ImportedFile]:
