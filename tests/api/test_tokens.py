@@ -106,3 +106,21 @@ def test_the_command_line_lists_and_revokes(
             assert accounts.user_id_for_api_token(session, token) is None
     finally:
         db.dispose()
+
+
+def test_one_user_holds_at_most_a_hundred_tokens(client: TestClient, user: ApiUser) -> None:
+    db: Database = client.app.state.db  # type: ignore[attr-defined]
+    with db.session() as session:
+        alice = accounts.require_user(session, "alice")
+        for i in range(accounts.MAX_API_TOKENS - 1):  # the fixture made one
+            accounts.create_api_token(session, alice, label=f"t{i}")
+    refused = client.post("/api/v1/tokens", json={"label": "one more"}, headers=user.headers)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "quota_exceeded"
+    assert "revoke one first" in refused.json()["error"]["message"]
+    listed = client.get("/api/v1/tokens", headers=user.headers).json()["items"]
+    spare = next(t for t in listed if t["label"] == "t0")
+    assert client.delete(f"/api/v1/tokens/{spare['id']}", headers=user.headers).status_code == 204
+    again = client.post("/api/v1/tokens", json={"label": "one more"}, headers=user.headers)
+    assert again.status_code == 201
+    bob = make_user(client, "bob")  # the bound is each user's own
+    assert client.post("/api/v1/tokens", json={}, headers=bob.headers).status_code == 201

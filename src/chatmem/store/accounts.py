@@ -15,7 +15,7 @@ from sqlalchemy import Connection, bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
 from chatmem.auth.secrets import digest, hash_password, new_secret, verify_password
-from chatmem.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from chatmem.errors import Conflict, InvalidInput, NotFound, QuotaExceeded, Unauthorized
 from chatmem.store.db import Database, connection_of
 from chatmem.store.tables.accounts import ApiToken, BrowserSession, SigninLink, User
 from chatmem.store.types import utcnow
@@ -114,7 +114,17 @@ class NewToken:
     token: str
 
 
+#: The most API tokens one user may hold (each is a way in: a bound keeps them countable).
+MAX_API_TOKENS = 100
+
+
 def new_api_token(session: Session, user: User, label: str = "") -> NewToken:
+    held = session.scalar(select(func.count()).where(ApiToken.user_id == user.id)) or 0
+    if held >= MAX_API_TOKENS:
+        raise QuotaExceeded(
+            f"You hold {MAX_API_TOKENS} API tokens, the most one user may: revoke one first.",
+            limit=MAX_API_TOKENS,
+        )
     token = new_secret("cm_")
     row = ApiToken(user_id=user.id, token_hash=digest(token), label=label[:200])
     session.add(row)
