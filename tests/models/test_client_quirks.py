@@ -327,3 +327,52 @@ async def test_tool_calls_sent_whole_without_an_index_stay_apart(
         ("c1", "weather", '{"city": "Rome"}'),
         ("c2", "time", '{"zone": "CET"}'),
     ]
+
+
+HISTORY = [
+    {"role": "user", "content": "Weather?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_Zx81kQ2mP0aB3cD4",  # made by another provider
+                "type": "function",
+                "function": {"name": "weather", "arguments": "{}"},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_Zx81kQ2mP0aB3cD4", "content": "Sunny"},
+    {"role": "user", "content": "Thanks. And tomorrow?"},
+]
+
+
+async def test_a_server_wanting_short_tool_call_ids_gets_them(
+    model_server: FakeModelServer,
+) -> None:
+    """Mistral refuses any tool call id that is not 9 letters and digits: a conversation
+    whose tools ran under another model could not go on with a Mistral model at all."""
+    model_server.short_tool_call_ids()
+    model_server.reply("Rain tomorrow.")
+    model_server.reply("Then sun.")
+    pool = SharedHttp(http_pool(PRIVATE_OK, timeout=10))
+    try:
+        async with client_for(model_server, shared=pool) as client:
+            first = [e async for e in client.stream(HISTORY, tools=[TOOL])]
+            second = [e async for e in client.stream(HISTORY, tools=[TOOL])]
+    finally:
+        await pool.retire()
+    assert [e.text for e in first + second if isinstance(e, TextDelta)] == [
+        "Rain",
+        " tomorrow.",
+        "Then",
+        " sun.",
+    ]
+    sent = [r.body["messages"] for r in model_server.chat_requests]
+    assert len(sent) == 3  # refused once, then asked in the server's form from then on
+    for messages in sent[1:]:
+        call_id = messages[1]["tool_calls"][0]["id"]
+        assert len(call_id) == 9 and call_id.isalnum()
+        assert messages[2]["tool_call_id"] == call_id  # the call and its result still match
+    assert sent[1] == sent[2]
+    assert HISTORY[1]["tool_calls"][0]["id"] == "call_Zx81kQ2mP0aB3cD4"  # not changed in place

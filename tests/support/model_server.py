@@ -112,6 +112,16 @@ TOOLS_REFUSALS: dict[str, tuple[int, dict[str, Any]]] = {
 }
 
 
+def _long_tool_call_ids(body: dict[str, Any]) -> Iterator[str]:
+    """The tool call ids of a request's history that Mistral refuses (not 9 alphanumerics)."""
+    for message in body.get("messages") or []:
+        ids = [c.get("id", "") for c in message.get("tool_calls") or []]
+        ids += [message["tool_call_id"]] if message.get("tool_call_id") else []
+        for call_id in ids:
+            if not (len(call_id) == 9 and call_id.isascii() and call_id.isalnum()):
+                yield str(call_id)
+
+
 def _openai_error(message: str, code: str | None = "context_length_exceeded") -> dict[str, Any]:
     return {
         "error": {
@@ -300,6 +310,11 @@ class _Scripting:
         """Server-wide: refuse every request that offers tools, in the named server's words
         (:data:`TOOLS_REFUSALS`: a model without tool calling); ``None`` accepts them again."""
         self._set_option("refuse_tools", style)
+
+    def short_tool_call_ids(self, enabled: bool = True) -> None:
+        """Server-wide: refuse a request whose history holds a tool call id that is not 9
+        letters and digits, in Mistral's words."""
+        self._set_option("short_tool_call_ids", True if enabled else None)
 
     def _set_option(self, name: str, value: Any) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -747,6 +762,17 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 tokens = prompt_tokens(body, float(limit.get("per_char", 1.0)))
                 if tokens > int(limit["window"]):
                     self._refuse_context(body, tokens, int(limit["window"]), limit["style"])
+                    return
+            if server.options.get("short_tool_call_ids"):
+                long_id = next(iter(_long_tool_call_ids(body)), None)
+                if long_id is not None:
+                    message = (
+                        f"Tool call id was {long_id} but must be a-z, A-Z, 0-9, with a length of 9."
+                    )
+                    self._send_json(
+                        400,
+                        {"object": "error", "message": message, "type": "invalid_request_error"},
+                    )
                     return
             refusing = server.options.get("refuse_tools")
             if refusing is not None and body.get("tools"):

@@ -47,6 +47,7 @@ logged; provider messages are scrubbed of it before they become error text.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import random
@@ -201,6 +202,9 @@ class SharedHttp:
         self.http = http
         #: PROV-1: the server refused ``stream_options``; asked without it from then on.
         self.refuses_stream_options = False
+        #: The server takes only 9-character alphanumeric tool call ids (Mistral): the
+        #: history's ids are sent in that form from then on (:func:`short_tool_call_ids`).
+        self.short_tool_call_ids = False
         self._active = 0
         self._retired = False
         self._closing: asyncio.Task[None] | None = None
@@ -293,7 +297,11 @@ class ModelClient:
         """Stream one Chat Completions request.  Retries happen only before the first event."""
         body: dict[str, Any] = {
             "model": self.endpoint.model,
-            "messages": list(messages),
+            "messages": (
+                short_tool_call_ids(messages)
+                if self._shared.short_tool_call_ids
+                else list(messages)
+            ),
             "stream": True,
         }
         if self.asks_usage:
@@ -325,6 +333,8 @@ class ModelClient:
                         await response.aread()
                         if "stream_options" in body and _refuses_stream_options(response):
                             raise _WithoutStreamOptions
+                        if not self._shared.short_tool_call_ids and _wants_short_ids(response):
+                            raise _WithShortToolCallIds
                         raise self._status_error(response, offered_tools="tools" in body)
                     async for event in _parse_stream(response, self._scrub, self.max_answer_bytes):
                         yielded = True
@@ -336,6 +346,13 @@ class ModelClient:
                 self._shared.refuses_stream_options = True
                 del body["stream_options"]
                 log.info("model API at %s refuses stream_options; asking without", self._host())
+            except _WithShortToolCallIds:
+                # Mistral: "Tool call id was call_… but must be a-z, A-Z, 0-9, with a length
+                # of 9" — ids other providers made, in a conversation that changed model.
+                # Sent again at once with the ids in that form, and so from then on.
+                self._shared.short_tool_call_ids = True
+                body["messages"] = short_tool_call_ids(body["messages"])
+                log.info("model API at %s wants short tool call ids; sending them", self._host())
             except _Retryable as exc:
                 if yielded or attempt + 1 >= self._retry.attempts:
                     raise exc.error from None
@@ -407,7 +424,11 @@ class ModelClient:
         error, typically); returns the usage it reported when it answered."""
         body: dict[str, Any] = {
             "model": self.endpoint.model,
-            "messages": list(messages),
+            "messages": (
+                short_tool_call_ids(messages)
+                if self._shared.short_tool_call_ids
+                else list(messages)
+            ),
             "stream": False,
             "max_tokens": 1,
         }
@@ -516,6 +537,48 @@ class ModelClient:
 
 class _WithoutStreamOptions(Exception):
     """The server refused ``stream_options``: send the request again without it."""
+
+
+class _WithShortToolCallIds(Exception):
+    """The server refused the history's tool call ids: send them again in its form."""
+
+
+_SHORT_ID = re.compile(r"[A-Za-z0-9]{9}")
+_ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_REFUSED_IDS = re.compile(r"tool[ _]call[ _]id\b.*\bmust be", re.IGNORECASE | re.DOTALL)
+
+
+def _wants_short_ids(response: httpx.Response) -> bool:
+    return response.status_code in (400, 422) and bool(_REFUSED_IDS.search(response.text))
+
+
+def short_id(call_id: str) -> str:
+    """``call_id`` as 9 letters and digits: itself when it is that already, else drawn from
+    its SHA-256 (the same id always maps alike, so a call and its result still match)."""
+    if _SHORT_ID.fullmatch(call_id):
+        return call_id
+    number = int.from_bytes(hashlib.sha256(call_id.encode()).digest()[:8], "big")
+    out = []
+    for _ in range(9):
+        number, digit = divmod(number, 62)
+        out.append(_ID_ALPHABET[digit])
+    return "".join(out)
+
+
+def short_tool_call_ids(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with every tool call id (an assistant's calls, a tool result's
+    ``tool_call_id``) in :func:`short_id`'s form."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        changed = dict(message)
+        if changed.get("tool_calls"):
+            changed["tool_calls"] = [
+                {**call, "id": short_id(str(call.get("id", "")))} for call in changed["tool_calls"]
+            ]
+        if changed.get("tool_call_id"):
+            changed["tool_call_id"] = short_id(str(changed["tool_call_id"]))
+        out.append(changed)
+    return out
 
 
 def _refuses_stream_options(response: httpx.Response) -> bool:
