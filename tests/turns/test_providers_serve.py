@@ -167,3 +167,33 @@ def test_a_runaway_answer_is_stopped_at_the_configured_bound(
     assert deltas(api, run["id"]) == kept["content"]
     model.reply("Short.")
     assert turn(api, chat, "Shorter")["status"] == "completed"
+
+
+def test_a_local_reasoning_model_without_tool_calling_through_serve(
+    world: dict[str, Any], chat: str
+) -> None:
+    """llama.cpp's server without ``--jinja`` refuses tools (a 500), and a Qwen3-like model
+    leaves its thinking in the text: the chat answers (recall dropped, the profile saying
+    so), the watchers see the thinking as ``reasoning`` events, the message keeps it beside
+    the answer, and the next request carries the answer alone."""
+    api: httpx.Client = world["api"]
+    model: RemoteModelServer = world["model"]
+    model.refuse_tools("llama_cpp")
+    model.reply("<think>They greet me; greet back.</think>\n\nHello!")
+    run = turn(api, chat, "Hi there")
+    assert run["status"] == "completed", run
+    kinds: list[str] = []
+    with api.stream("GET", f"/api/v1/runs/{run['id']}/events") as response:
+        kinds = [line[7:] for line in response.iter_lines() if line.startswith("event: ")]
+    assert kinds.index("reasoning") < kinds.index("delta")
+    items = api.get(f"/api/v1/conversations/{chat}/messages").json()["items"]
+    assert (items[-1]["content"], items[-1]["reasoning"]) == (
+        "Hello!",
+        "They greet me; greet back.",
+    )
+    assert api.get(f"/api/v1/profiles/{world['profile_id']}").json()["recall"] is False
+    assert turn(api, chat, "How are you?")["status"] == "completed"
+    last = [r for r in model.requests if r.path.endswith("/chat/completions")][-1]
+    assert "tools" not in last.body
+    assert {"role": "assistant", "content": "Hello!"} in last.body["messages"]
+    api.patch(f"/api/v1/profiles/{world['profile_id']}", json={"recall": None})
