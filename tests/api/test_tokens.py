@@ -4,6 +4,9 @@ revoked — over the API and from the command line.  Before, a token could only 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 from tests.support.app import ApiUser, make_user
@@ -12,6 +15,7 @@ from chatmem.cli import main
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database
+from chatmem.web.token_use import TokenUse
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -28,8 +32,8 @@ def test_a_new_token_is_shown_once_works_and_is_listed_without_its_secret(
     assert client.get("/api/v1/me", headers=bearer(body["token"])).json()["name"] == "alice"
     listed = client.get("/api/v1/tokens", headers=user.headers).json()["items"]
     assert [(t["label"], sorted(t)) for t in listed] == [
-        ("test", ["created_at", "id", "label"]),  # the one the fixture made
-        ("laptop", ["created_at", "id", "label"]),
+        ("test", ["created_at", "id", "label", "last_used_at"]),  # the one the fixture made
+        ("laptop", ["created_at", "id", "label", "last_used_at"]),
     ]
     assert body["token"] not in str(listed)
 
@@ -94,8 +98,8 @@ def test_the_command_line_lists_and_revokes(
 
     code, out, _ = run("list", "dora")
     (line,) = out.splitlines()
-    token_id, _created, label = line.split("\t")
-    assert (code, label) == (0, "cli") and token not in out
+    token_id, _created, used, label = line.split("\t")
+    assert (code, used, label) == (0, "never", "cli") and token not in out
     assert run("revoke", "dora", token_id)[0] == 0
     assert run("list", "dora")[1] == ""
     code, _, err = run("revoke", "dora", token_id)
@@ -103,7 +107,7 @@ def test_the_command_line_lists_and_revokes(
     db = Database.from_settings(settings)
     try:
         with db.session() as session:
-            assert accounts.user_id_for_api_token(session, token) is None
+            assert accounts.api_token_owner(session, token) is None
     finally:
         db.dispose()
 
@@ -124,3 +128,45 @@ def test_one_user_holds_at_most_a_hundred_tokens(client: TestClient, user: ApiUs
     assert again.status_code == 201
     bob = make_user(client, "bob")  # the bound is each user's own
     assert client.post("/api/v1/tokens", json={}, headers=bob.headers).status_code == 201
+
+
+def test_when_a_token_was_last_used_is_written_a_moment_later(
+    client: TestClient, user: ApiUser
+) -> None:
+    """A use is noted in memory (the auth path never writes) and written by the next flush:
+    the server's task does it every minute; the test calls it."""
+    spare = client.post("/api/v1/tokens", json={"label": "idle"}, headers=user.headers).json()
+    app: Any = client.app
+    before = {t["label"]: t["last_used_at"] for t in listed(client, user)}
+    assert before == {"test": None, "idle": None}  # noted, not yet written
+    client.portal.call(app.state.token_use.flush, app.state.db)  # type: ignore[union-attr]
+    after = {t["label"]: t["last_used_at"] for t in listed(client, user)}
+    assert after["test"] is not None and after["idle"] is None
+    assert spare["id"] not in str(after)
+    # A revoked token is no trouble to a flush.
+    app.state.token_use.seen(spare["id"])
+    client.delete(f"/api/v1/tokens/{spare['id']}", headers=user.headers)
+    client.portal.call(app.state.token_use.flush, app.state.db)  # type: ignore[union-attr]
+    assert [t["label"] for t in listed(client, user)] == ["test"]
+
+
+def listed(client: TestClient, user: ApiUser) -> list[dict[str, Any]]:
+    return list(client.get("/api/v1/tokens", headers=user.headers).json()["items"])
+
+
+def test_two_replicas_recording_uses_never_move_a_time_back(
+    client: TestClient, user: ApiUser
+) -> None:
+    db: Database = client.app.state.db  # type: ignore[attr-defined]
+    (token,) = listed(client, user)
+    later, earlier = (
+        datetime(2026, 12, 1, 12, 0, tzinfo=UTC),
+        datetime(2026, 12, 1, 11, 0, tzinfo=UTC),
+    )
+    first, second = TokenUse(clock=lambda: later), TokenUse(clock=lambda: earlier)
+    first.seen(token["id"])
+    second.seen(token["id"])  # another replica, which saw it an hour before, writes after
+    client.portal.call(first.flush, db)  # type: ignore[union-attr]
+    client.portal.call(second.flush, db)  # type: ignore[union-attr]
+    (token,) = listed(client, user)
+    assert token["last_used_at"].startswith("2026-12-01T12:00:00")

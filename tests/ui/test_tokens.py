@@ -23,7 +23,7 @@ def test_a_user_makes_a_token_uses_it_and_revokes_it(alice: Any, server: Server)
     secret = tokens.locator("#token-secret").inner_text()
     assert secret.startswith("cm_")
     item = tokens.locator(".token-item", has_text="laptop")
-    expect(item).to_be_visible()
+    expect(item).to_contain_text("never used")
     me = httpx.get(server.url + "/api/v1/me", headers={"Authorization": f"Bearer {secret}"})
     assert me.status_code == 200 and me.json()["name"] == "alice"
 

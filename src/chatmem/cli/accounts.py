@@ -4,7 +4,7 @@ line.
 Each opens the database named by the settings (migrating it first, as the server does), so
 they work before the server ever ran.  ``token create`` prints the token alone on stdout — it
 is shown once and stored only as a digest — so scripts can capture it; ``token list`` shows a
-user's tokens (id, created, label: never the secret) and ``token revoke`` deletes one.
+user's tokens (id, created, last used, label: never the secret) and ``token revoke`` deletes one.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
 
     @token_app.command("list")
     def token_list(name: str = typer.Argument(..., help="Whose tokens.")) -> None:
-        """List a user's API tokens: id, created, label (the secrets are not kept)."""
+        """List a user's API tokens: id, created, last used, label (the secrets are not kept)."""
         db = _database()
         try:
             with db.session() as session:
@@ -86,7 +86,8 @@ def register(app: typer.Typer) -> None:
         finally:
             db.dispose()
         for record in records:
-            typer.echo(f"{record.id}\t{iso(record.created_at)}\t{record.label}")
+            used = iso(record.last_used_at) if record.last_used_at else "never"
+            typer.echo(f"{record.id}\t{iso(record.created_at)}\t{used}\t{record.label}")
         if not records:
             typer.echo(f"{name} has no API tokens.", err=True)
 

@@ -8,10 +8,11 @@ exist (``chatmem.auth.secrets``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, bindparam, delete, func, select
+from sqlalchemy import Connection, bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.auth.secrets import digest, hash_password, new_secret, verify_password
@@ -105,6 +106,8 @@ class TokenRecord:
     id: str
     label: str
     created_at: datetime
+    #: When a request last came with it (to within a minute or so), None: never.
+    last_used_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -155,14 +158,14 @@ def revoke_api_token(session: Session, user_id: str, token_id: str) -> str:
 
 
 def _token_record(row: ApiToken) -> TokenRecord:
-    return TokenRecord(row.id, row.label, row.created_at)
+    return TokenRecord(row.id, row.label, row.created_at, row.last_used_at)
 
 
 # Every request authenticates with one of these: built once (building a statement costs
 # SQLAlchemy more than SQLite takes to run it).
 # A disabled account's tokens and sessions stop working (USE-5): they are not found.
 _USER_ID_FOR_TOKEN = (
-    select(ApiToken.user_id)
+    select(ApiToken.user_id, ApiToken.id)
     .join(User, User.id == ApiToken.user_id)
     .where(ApiToken.token_hash == bindparam("digest"), User.disabled.is_(False))
 )
@@ -173,11 +176,27 @@ _BROWSER_SESSION = (
 )
 
 
-def user_id_for_api_token(db: Session | Connection, token: str) -> str | None:
-    found: str | None = (
-        connection_of(db).execute(_USER_ID_FOR_TOKEN, {"digest": digest(token)}).scalar()
+def api_token_owner(db: Session | Connection, token: str) -> tuple[str, str] | None:
+    """The user behind ``token`` and the token's id, or None (unknown, revoked, or its user
+    disabled)."""
+    row = connection_of(db).execute(_USER_ID_FOR_TOKEN, {"digest": digest(token)}).first()
+    return (str(row.user_id), str(row.id)) if row is not None else None
+
+
+def mark_tokens_used(session: Session, used: Mapping[str, datetime]) -> None:
+    """Each token's ``last_used_at`` moved on to its time in ``used`` (never back: another
+    replica may have seen it later); a token revoked meanwhile is simply not there."""
+    if not used:
+        return
+    session.connection().execute(
+        update(ApiToken)
+        .where(
+            ApiToken.id == bindparam("token_id"),
+            or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < bindparam("used_at")),
+        )
+        .values(last_used_at=bindparam("used_at")),
+        [{"token_id": token_id, "used_at": at} for token_id, at in used.items()],
     )
-    return found
 
 
 # --- Browser sessions --------------------------------------------------------------------

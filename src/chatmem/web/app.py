@@ -7,6 +7,8 @@ run coordinator.  Tests build their own app with a temporary state directory.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -27,6 +29,7 @@ from chatmem.web.errors import install_error_handlers
 from chatmem.web.json_bounds import JsonBoundsMiddleware
 from chatmem.web.openai_compat.routes import install_openai_compat
 from chatmem.web.security import SecurityHeadersMiddleware, install_api_docs
+from chatmem.web.token_use import TokenUse
 from chatmem.web.ui import install_ui
 
 
@@ -56,9 +59,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
             app.state.turns = turns
             await turns.start()
+            token_use: TokenUse = app.state.token_use
+            recorder = asyncio.create_task(token_use.run(db), name="chatmem-token-use")
             try:
                 yield
             finally:
+                recorder.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await recorder
+                with contextlib.suppress(Exception):  # the last uses, best effort
+                    await token_use.flush(db)
                 await turns.close()
         finally:
             await app.state.signin_throttle.close()
@@ -75,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.credentials = CredentialCache()
+    app.state.token_use = TokenUse()
     app.state.endpoint_policy = endpoint_policy
     app.state.trusted_proxies = trusted_proxies
     install_error_handlers(app)

@@ -179,9 +179,11 @@ def authenticated_user_id(request: Request, db: Session | Connection | None = No
         if hit is not None:
             return hit.user_id
         with _reader(request, db) as reader:
-            user_id = accounts.user_id_for_api_token(reader, token)
-        if user_id is None:
+            owner = accounts.api_token_owner(reader, token)
+        if owner is None:
             raise Unauthorized("Unknown or revoked API token.")
+        user_id, token_id = owner
+        request.app.state.token_use.seen(token_id)  # written a minute or so later
         cache.put(token, user_id)
         return user_id
     cookie = secret

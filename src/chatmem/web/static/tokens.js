@@ -28,6 +28,7 @@
     return el("li", { class: "token-item" }, [
       el("span", { class: "token-label", text: name }),
       el("span", { class: "muted small", text: t("made {time}", { time: when(token.created_at) }) }),
+      el("span", { class: "muted small", text: token.last_used_at ? t("last used {time}", { time: when(token.last_used_at) }) : t("never used") }),
       revoke,
     ]);
   }

@@ -27,7 +27,13 @@ class NewTokenBody(Body):
 
 
 def _public(record: accounts.TokenRecord) -> dict[str, Any]:
-    return {"id": record.id, "label": record.label, "created_at": iso(record.created_at)}
+    return {
+        "id": record.id,
+        "label": record.label,
+        "created_at": iso(record.created_at),
+        # Right to a minute or so (:mod:`chatmem.web.token_use`); null: never used.
+        "last_used_at": iso(record.last_used_at) if record.last_used_at else None,
+    }
 
 
 @router.get("")
