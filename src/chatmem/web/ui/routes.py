@@ -111,7 +111,7 @@ def _sign_in(
     request: Request, next_path: str = "/", *, error: str = "", status_code: int = 200
 ) -> Response:
     """The sign-in page; ``error`` names the message it shows (``wrong``, ``throttled``,
-    ``empty``, ``link``: ``signin.html`` words each)."""
+    ``empty``, ``link``, ``disabled``: ``signin.html`` words each)."""
     response = _page(request, "signin.html", None, next_path=next_path, error=error)
     response.status_code = status_code
     return response
