@@ -121,7 +121,8 @@ def test_every_page_renders_in_every_language(client: TestClient, lang: str) -> 
     paths = _page_paths()
     assert {"/", "/profiles", "/archive"} <= set(paths)
     for path in paths:
-        page = client.get(path, headers={"Accept-Language": lang}, follow_redirects=False)
+        headers = {"Accept-Language": lang, "Accept": "text/html"}  # as a browser asks
+        page = client.get(path, headers=headers, follow_redirects=False)
         # A made-up sign-in link shows the sign-in page saying so, as a 404.
         expected = 404 if path.startswith("/auth/link/") else 200
         assert page.status_code == expected, (path, page.status_code)

@@ -120,9 +120,13 @@ def test_a_spent_signin_link_shows_the_sign_in_page(
         assert link
         assert client.get(link.group(1)).status_code == 303
         client.cookies.clear()
-        again = client.get(link.group(1))
+        browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+        again = client.get(link.group(1), headers=browser)
         assert again.status_code == 404
         assert again.headers["content-type"].startswith("text/html")
         assert error_of(again.text).startswith("This sign-in link was already used or has expired.")
-        unknown = client.get("/auth/link/not-a-link")
+        unknown = client.get("/auth/link/not-a-link", headers=browser)
         assert unknown.status_code == 404 and "already used or has expired" in unknown.text
+        # Any other client gets the API's error, as before.
+        scripted = client.get(link.group(1))
+        assert scripted.status_code == 404 and scripted.json()["error"]["code"] == "not_found"

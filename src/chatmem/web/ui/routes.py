@@ -8,7 +8,7 @@ so the UI never has a private back door.  A visitor without a session gets the s
 Signing in works without the page's script too: the form posts to ``POST /signin`` (its script
 normally takes the post over and calls the JSON API), so a visitor who presses Enter before the
 script has run never sends a password in a URL.  The one-time sign-in link is a page route as
-well: a used or expired link shows the sign-in page with a word on why.
+well: a used or expired link shows a browser the sign-in page with a word on why.
 """
 
 from __future__ import annotations
@@ -171,16 +171,19 @@ async def signin_form(request: Request) -> Response:
 
 @router.get("/auth/link/{token}")
 def signin_link(request: Request, token: str) -> Response:
-    """The one-time sign-in link (the first start prints one): a session, then the chat; a
-    used, expired or unknown link shows the sign-in page saying so."""
+    """The one-time sign-in link (the first start prints one): a session, then the chat.  A
+    used, expired or unknown link shows a browser the sign-in page saying so; any other
+    client gets the API's error (404 ``not_found``, 401 for a disabled account)."""
     try:
         with request.app.state.db.session(write=True) as session:
             user = accounts.redeem_signin_link(session, token)
             session_token, csrf = accounts.open_browser_session(session, user)
-    except NotFound:
-        return _sign_in(request, error="link", status_code=404)
-    except Unauthorized:
-        return _sign_in(request, error="disabled", status_code=403)
+    except (NotFound, Unauthorized) as exc:
+        if "text/html" not in request.headers.get("accept", ""):
+            raise
+        if isinstance(exc, NotFound):
+            return _sign_in(request, error="link", status_code=404)
+        return _sign_in(request, error="disabled", status_code=401)
     response = RedirectResponse("/", status_code=303)
     secure = request.app.state.settings.secure_cookies
     set_session_cookies(response, session_token, csrf, secure=secure)
