@@ -44,12 +44,23 @@ def model() -> Iterator[RemoteModelServer]:
         yield server
 
 
+#: The client drops a connection idle this long, before the server does (uvicorn: 5 s, which
+#: is also httpx's default): reusing one just as the server closes it fails the request with
+#: ``RemoteProtocolError`` — on a loaded machine a submit's connection can wait that long
+#: before its events stream reuses it (seen once, with two CI runs on one machine).
+CLIENT_KEEPALIVE_S = 2.0
+
+
 def _client(server: ServeProcess, headers: dict[str, str], size: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         base_url=server.url,
         headers=headers,
         timeout=httpx.Timeout(120),
-        limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+        limits=httpx.Limits(
+            max_connections=size,
+            max_keepalive_connections=size,
+            keepalive_expiry=CLIENT_KEEPALIVE_S,
+        ),
     )
 
 
