@@ -306,11 +306,7 @@ class ModelClient:
         """Stream one Chat Completions request.  Retries happen only before the first event."""
         body: dict[str, Any] = {
             "model": self.endpoint.model,
-            "messages": (
-                short_tool_call_ids(messages)
-                if self._shared.short_tool_call_ids
-                else list(messages)
-            ),
+            "messages": self._history(messages),
             "stream": True,
         }
         if self.asks_usage:
@@ -324,6 +320,13 @@ class ModelClient:
         async with self._shared.lease() as http:
             async for event in self._stream(http, body):
                 yield event
+
+    def _history(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """The request's messages, their tool call ids in the form this server wants
+        (:func:`short_tool_call_ids`, once it has refused others)."""
+        if self._shared.short_tool_call_ids:
+            return short_tool_call_ids(messages)
+        return list(messages)
 
     async def _stream(
         self, http: httpx.AsyncClient, body: dict[str, Any]
@@ -433,11 +436,7 @@ class ModelClient:
         error, typically); returns the usage it reported when it answered."""
         body: dict[str, Any] = {
             "model": self.endpoint.model,
-            "messages": (
-                short_tool_call_ids(messages)
-                if self._shared.short_tool_call_ids
-                else list(messages)
-            ),
+            "messages": self._history(messages),
             "stream": False,
             "max_tokens": 1,
         }

@@ -64,8 +64,9 @@ def interrupt_run(
 def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -> None:
     """The text of the answer the run was streaming — every stored delta of its last step,
     which is every delta any watcher saw (the journal publishes only what it stored) —
-    becomes the assistant message (its thinking, the step's ``reasoning`` events, beside it).  A message already stored for that step that holds only
-    a beginning of it (a checkpoint taken mid-answer) is completed, never left short."""
+    becomes the assistant message, its thinking (the step's ``reasoning`` events) beside it.
+    A message already stored for that step that holds only a beginning of it (a checkpoint
+    taken mid-answer) is completed, never left short."""
     streamed = session.scalars(
         select(RunEventRow)
         .where(RunEventRow.run_id == run.id, RunEventRow.type.in_(("delta", "reasoning")))

@@ -2,8 +2,8 @@
 
 The run's ``delta`` events are the answer's text (every step's, in order — the text a client
 sees is the text chatmem stores); ``reasoning`` events, a reasoning model's thinking, are
-``reasoning_content`` (as DeepSeek's API and llama.cpp's server name it); ``tool_call`` events marked ``client`` are the calls handed
-back; ``done`` carries the usage the provider billed for the turn's model calls (counted
+``reasoning_content`` (as DeepSeek's API and llama.cpp's server name it); ``tool_call``
+events marked ``client`` are the calls handed back; ``done`` carries the usage the provider billed for the turn's model calls (counted
 where it reported none, PROV-1); ``error`` ends the run failed.  Other events (compaction,
 server-side tool calls and results, approvals) are chatmem's business and not shown.
 """
