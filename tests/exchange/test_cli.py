@@ -12,6 +12,7 @@ from chatmem.cli import main
 from chatmem.settings import Settings
 
 SAMPLES = Path(__file__).parent / "samples"
+KITCHEN = "c1" + "0" * 30  # the sample chatmem export's first conversation (ids of its form)
 
 
 def run(argv: list[str]) -> int:
@@ -64,10 +65,10 @@ def test_import_then_export_for_the_admin_by_default(
 def test_export_of_one_conversation(users: dict[str, str], tmp_path: Path) -> None:
     assert run(["import", str(SAMPLES / "chatmem_export.json"), "--user", "bob"]) == 0
     target = tmp_path / "one.json"
-    assert run(["export", "--user", "bob", "--conversation", "c1", "-o", str(target)]) == 0
+    assert run(["export", "--user", "bob", "--conversation", KITCHEN, "-o", str(target)]) == 0
     (conversation,) = json.loads(target.read_text())["conversations"]
-    assert conversation["id"] == "c1" and conversation["folder"] == "Home"
-    assert run(["export", "--conversation", "c1", "-o", str(target)]) == 1  # root's: not found
+    assert conversation["id"] == KITCHEN and conversation["folder"] == "Home"
+    assert run(["export", "--conversation", KITCHEN, "-o", str(target)]) == 1  # root's: not found
 
 
 @pytest.mark.parametrize(
@@ -133,9 +134,9 @@ def test_an_exported_conversation_feeds_context_plan(
     """The export is the CONTRACT's input of ``chatmem context plan`` (extras and all)."""
     assert run(["import", str(SAMPLES / "chatmem_export.json")]) == 0
     target = tmp_path / "one.json"
-    assert run(["export", "--conversation", "c1", "-o", str(target)]) == 0
+    assert run(["export", "--conversation", KITCHEN, "-o", str(target)]) == 0
     capsys.readouterr()
     assert run(["context", "plan", str(target)]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["mode"] == "economy"
-    assert set(plan["status"]) == {f"m{i}" for i in range(1, 7)}
+    assert set(plan["status"]) == {f"e{i}" + "0" * 30 for i in range(1, 7)}

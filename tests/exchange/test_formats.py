@@ -128,7 +128,7 @@ def test_native_sample_keeps_everything() -> None:
     assert [m.excluded for m in kitchen.messages] == [False, False, True, True, True, True]
     assert kitchen.messages[3].tool_calls[0].name == "search"
     assert kitchen.messages[4].tool_call_id == "call_1"
-    assert kitchen.summaries[-1].through == "m2"
+    assert kitchen.summaries[-1].through == "e2" + "0" * 30
     assert kitchen.files[0].state == "pinned"
     assert empty.messages == ()
 

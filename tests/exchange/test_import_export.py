@@ -35,6 +35,7 @@ from chatmem.store.tables.conversations import (
 from chatmem.store.tokens import UNCOUNTED, counts_for_message
 
 SAMPLES = Path(__file__).parent / "samples"
+KITCHEN = "c1" + "0" * 30  # the sample chatmem export's first conversation (ids of its form)
 ALL_SAMPLES = [
     "chatmem_export.json",
     "chatgpt_conversations.json",
@@ -94,7 +95,7 @@ def test_sample_native_file_round_trips(db: Database) -> None:
     alice = make_user(db, "alice")
     source = json.loads((SAMPLES / "chatmem_export.json").read_text())
     result = do_import(db, alice, (SAMPLES / "chatmem_export.json").read_bytes())
-    assert result.conversation_ids == ["c1", "c2"]
+    assert result.conversation_ids == [KITCHEN, "c2" + "0" * 30]  # its own ids, kept
     again = exported(db, result.conversation_ids)
     for original, back in zip(source["conversations"], again, strict=True):
         for key in ("id", "title", "folder", "pinned", "mode", "summary"):
@@ -182,7 +183,7 @@ def test_imports_count_tokens_at_write_time(db: Database) -> None:
     do_import(db, alice, (SAMPLES / "chatmem_export.json").read_bytes())
     with db.session() as session:
         rows = session.scalars(
-            select(Message).where(Message.conversation_id == "c1").order_by(Message.seq)
+            select(Message).where(Message.conversation_id == KITCHEN).order_by(Message.seq)
         ).all()
         assert rows
         for row in rows:

@@ -79,7 +79,7 @@ from chatmem.store.tables.conversations import (
     Summary,
 )
 from chatmem.store.tables.runs import Run
-from chatmem.store.types import iso, new_id, utcnow
+from chatmem.store.types import is_own_id, iso, new_id, utcnow
 
 Storage = Literal["file", "database"]
 StepHook = Callable[[str], None]
@@ -219,7 +219,20 @@ class Archiver:
             self.on_step(f"{operation}:{step}")
 
     def path_for(self, user_id: str, conversation_id: str) -> Path:
-        return self.root / user_id / f"{conversation_id}.json.zst"
+        """The archive file of a conversation: named by the conversation's own id, which
+        must be of chatmem's form, and lying under its user's folder once resolved — checked
+        here, where every caller gets its path, so no id can name a file elsewhere."""
+        if not (is_own_id(user_id) and is_own_id(conversation_id)):
+            raise InvalidInput(
+                "This conversation's id is not of chatmem's form and cannot name an archive "
+                "file; export the conversation and import the file to give it a new id.",
+                conversation_id=conversation_id,
+            )
+        folder = (self.root / user_id).resolve()
+        path = (folder / f"{conversation_id}.json.zst").resolve()
+        if path.parent != folder:  # a symbolic link planted under the folder
+            raise InvalidInput("The archive file would lie outside its folder.")
+        return path
 
     @staticmethod
     def _owned(
@@ -439,11 +452,10 @@ class Archiver:
         a restore that would exceed it is refused — evicting another conversation, or this
         old one, to make room would be a surprise."""
         user_id = user if isinstance(user, str) else user.id
-        path = self.path_for(user_id, conversation_id)
         with self.db.session() as session:
             conversation = self._owned(session, user_id, conversation_id)
             if conversation.archived_at is None:  # repeated: already live; tidy a stray file
-                self._remove_file(path)
+                self._remove_file(user_id, conversation_id)
                 return
             record = session.get(Archive, conversation_id)
             if record is None:
@@ -499,10 +511,13 @@ class Archiver:
             conversation.archived_at = None
             session.execute(delete(Archive).where(Archive.conversation_id == conversation_id))
         self._step("restore", "committed")
-        self._remove_file(path)
+        self._remove_file(user_id, conversation_id)
         self._step("restore", "removed")
 
-    def _remove_file(self, path: Path) -> None:
+    def _remove_file(self, user_id: str, conversation_id: str) -> None:
+        if not is_own_id(conversation_id):
+            return  # no archive file can bear a name of another form
+        path = self.path_for(user_id, conversation_id)
         for candidate in (path, path.with_name(path.name + ".tmp")):
             try:
                 candidate.unlink()
@@ -519,7 +534,7 @@ class Archiver:
             session.delete(conversation)  # the archive row goes with it (ON DELETE CASCADE)
             session.execute(delete(Archive).where(Archive.conversation_id == conversation_id))
         self._step("delete", "committed")
-        self._remove_file(self.path_for(user_id, conversation_id))
+        self._remove_file(user_id, conversation_id)
         self._step("delete", "removed")
 
 

@@ -8,6 +8,7 @@ both backends hand back the same aware ``datetime``.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -21,8 +22,18 @@ from sqlalchemy.types import TypeDecorator
 RowId = BigInteger().with_variant(Integer(), "sqlite")
 
 
+# The form of every id chatmem issues (:func:`new_id`).  An id from outside (an import file, a
+# request) that is not of this form never names a stored row as it is, nor a file.
+_OWN_ID = re.compile(r"[0-9a-f]{32}")
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
+
+
+def is_own_id(value: str) -> bool:
+    """Whether ``value`` has the form of an id chatmem issues (32 lowercase hex digits)."""
+    return _OWN_ID.fullmatch(value) is not None
 
 
 def new_ids(count: int) -> list[str]:

@@ -13,9 +13,11 @@ user's own conversation with that id — is skipped and counted.  A foreign conv
 no message left (blanked in the source app, or only tool traffic) is skipped and counted
 apart (``skipped_empty``); a chatmem export keeps even an empty conversation (lossless).
 
-Ids: a chatmem export keeps its conversation, message and file ids when they are free (a
-lossless round trip to another server); when any is taken (the same file imported by another
-user) the whole conversation gets fresh ids, remapped consistently in summaries and files.
+Ids: a chatmem export keeps its conversation, message and file ids when they are all of
+chatmem's own form and free (a lossless round trip to another server); when any is taken (the
+same file imported by another user) or of another form (a hand-written file's ``c1``, a path)
+the whole conversation gets fresh ids, remapped consistently in summaries and files.  The
+source key keeps the file's own id, so importing the file again still skips it.
 Foreign exports always get fresh ids.  Token counts are computed here, at write time, with
 the storage core's counters (CTX-2), and quotas are enforced as for any new conversation.
 """
@@ -57,13 +59,10 @@ from chatmem.store.tokens import (
     tokenizers_in_use,
     with_fresh_estimate,
 )
-from chatmem.store.types import new_id, new_ids, utcnow
+from chatmem.store.types import is_own_id, new_id, new_ids, utcnow
 
 BATCH = 2_000
 IMAGE_TYPES = frozenset(FORMATS.values())
-_CONVERSATION_ID_MAX = 32
-_MESSAGE_ID_MAX = 64
-_FILE_ID_MAX = 32
 
 
 def clean(text: str) -> str:
@@ -271,10 +270,11 @@ def _folder_id(
     return cache[name]
 
 
-def _ids_free(
-    session: Session, model: Any, ids: list[str], longest: int, pending: set[str]
-) -> bool:
-    if any(len(i) > longest or i in pending for i in ids):
+def _ids_free(session: Session, model: Any, ids: list[str], pending: set[str]) -> bool:
+    """Whether every id of ``ids`` may be kept: of chatmem's own form (an id from a file is
+    never trusted as a name — an archive's file is named by its conversation's id) and
+    neither stored nor taken earlier in this import."""
+    if any(not is_own_id(i) or i in pending for i in ids):
         return False
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
@@ -292,9 +292,9 @@ def _id_map(
     if not fresh and conversation.id:
         pending = batch.ids  # this import's own ids, flushed or not
         if (
-            _ids_free(session, Conversation, [conversation.id], _CONVERSATION_ID_MAX, pending)
-            and _ids_free(session, Message, message_ids, _MESSAGE_ID_MAX, pending)
-            and _ids_free(session, File, file_ids, _FILE_ID_MAX, pending)
+            _ids_free(session, Conversation, [conversation.id], pending)
+            and _ids_free(session, Message, message_ids, pending)
+            and _ids_free(session, File, file_ids, pending)
         ):
             return conversation.id, {i: i for i in message_ids}, {i: i for i in file_ids}
     return (
