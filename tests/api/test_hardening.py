@@ -103,6 +103,12 @@ HOSTILE_NEXT = [
     "\\\\evil.example",
     "/x\\..\\..\\evil",
     "/" + "a" * 3000,
+    # Normalised by a browser to "//evil.example…" (dot segments, also percent-encoded ones).
+    "/.//evil.example/steal",
+    "/x/..//evil.example",
+    "/%2e//evil.example",  # sent as is: read as "/.//evil.example"
+    "/%252e//evil.example",  # read as "/%2e//evil.example"
+    "/%252F/evil.example",  # read as "/%2F/evil.example", "//evil.example" once decoded
 ]
 
 
@@ -122,7 +128,13 @@ def test_next_is_only_ever_a_path_on_this_site(client: TestClient, hostile: str)
 def test_a_signed_in_visit_with_a_hostile_next_stays_home(client: TestClient) -> None:
     make_user(client, "carol", password="pw")
     assert client.post("/api/v1/auth/login", json={"name": "carol", "password": "pw"}).is_success
-    for hostile in ("/\\evil.example/x", "//evil.example", "/%09/evil.example"):
+    for hostile in (
+        "/\\evil.example/x",
+        "//evil.example",
+        "/%09/evil.example",
+        "/.//evil.example/steal",
+        "/%252e//evil.example",
+    ):
         response = client.get(f"/?next={hostile}", follow_redirects=False)
         assert response.status_code == 200, hostile  # the chat page, no redirect at all
     kept = client.get("/?next=/profiles%3Fx%3D1", follow_redirects=False)

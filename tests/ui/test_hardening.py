@@ -1,15 +1,21 @@
 """SEC-3 in the browser: no page breaks its Content-Security-Policy (the probe is proven to
-catch a violation), the page cannot be framed, and ``signin.js`` follows only a path on this
-site whatever ``data-next`` holds."""
+catch a violation), the page cannot be framed, and signing in ends on this site whatever
+``next`` a link carried or ``data-next`` holds."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import expect
+from tests.api.test_next_path import PIECES
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import PASSWORD, Server, make_conversation, open_chat
+
+from chatmem.web.security import safe_next_path
 
 pytestmark = pytest.mark.browser
 
@@ -102,14 +108,15 @@ def test_the_page_cannot_be_framed(page: Any, server: Server, console: Any) -> N
 def test_signin_js_follows_only_a_path_on_this_site(
     page: Any, server: Server, hostile: str
 ) -> None:
-    """The server never renders such a ``data-next``; the script checks again anyway."""
+    """The server never renders such a ``data-next``; the script asks the server anyway."""
     page.goto(server.url + "/")
     page.evaluate("(v) => { document.getElementById('signin-form').dataset.next = v; }", hostile)
     page.get_by_label("Name").fill("alice")
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_selector("#draft")
-    assert page.url == server.url + "/", page.url
+    # The home page, by way of the server's answer to ``/?next=…``.
+    assert page.url.split("?")[0] == server.url + "/", page.url
 
 
 def test_signin_js_keeps_a_path_on_this_site(page: Any, server: Server) -> None:
@@ -118,3 +125,65 @@ def test_signin_js_keeps_a_path_on_this_site(page: Any, server: Server) -> None:
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Model profiles")).to_be_visible()
+
+
+EVIL = re.compile(r"^https?://evil\.example")
+
+
+@pytest.mark.parametrize("script", [True, False], ids=["signin.js", "form post"])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "/.//evil.example/steal",
+        "/x/..//evil.example",
+        "/%2e//evil.example",
+        "/%2E%2e//evil.example",
+        "/\\evil.example",
+        "/%5Cevil.example",
+        "/%2F/evil.example",
+        "/\t/evil.example",
+        "/\n/evil.example",
+    ],
+)
+def test_signing_in_with_a_hostile_next_ends_on_this_site(
+    page: Any, server: Server, console: Any, hostile: str, script: bool
+) -> None:
+    """A link's ``next`` that a browser normalises to ``//evil.example…`` used to pass both
+    checks; ``location.assign`` then left the site (the form post's redirect stayed, on a
+    path that named the other host)."""
+    page.route(EVIL, lambda route: route.fulfill(body="<h1>stolen</h1>", content_type="text/html"))
+    if not script:
+        console.allow("ERR_FAILED")  # the held-back script
+        page.route("**/static/signin.js*", lambda route: route.abort())
+    page.goto(server.url + "/?next=" + quote(hostile, safe=""))
+    page.get_by_label("Name").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#draft").or_(page.get_by_text("stolen"))).to_be_visible()
+    assert page.url == server.url + "/", page.url
+
+
+def test_the_servers_next_is_exactly_what_chromium_makes_of_it(page: Any, server: Server) -> None:
+    """Chromium's URL parser checks ``safe_next_path`` over every short mix of the hostile
+    pieces: each answer is a path on the site that Chromium leaves as it is, and each
+    ``next`` not refused is normalised exactly as Chromium normalises it."""
+    values = ["/" + "".join(mix) for n in range(4) for mix in itertools.product(PIECES, repeat=n)]
+    cases = [[value, safe_next_path(value)] for value in values]
+    page.goto(server.url + "/")
+    wrong = page.evaluate(
+        """(cases) => {
+          const base = "https://site.example/x/y";
+          const wrong = [];
+          for (const [value, answer] of cases) {
+            const url = new URL(answer, base);
+            if (url.origin !== "https://site.example" || url.href !== "https://site.example" + answer) {
+              wrong.push(["answer", value, answer, url.href]);
+            } else if (answer !== "/" && new URL(value, base).href !== url.href) {
+              wrong.push(["normalised", value, answer, new URL(value, base).href]);
+            }
+          }
+          return wrong;
+        }""",
+        cases,
+    )
+    assert len(cases) > 9000 and wrong == [], wrong[:20]

@@ -8,15 +8,20 @@ only, no inline script or style attribute, no plugins, no ``<base>``, never fram
 over HTTPS), ``Strict-Transport-Security``.  A response that sets its own policy keeps it
 (a downloaded file's ``sandbox``, the API docs page's nonce).
 
-:func:`safe_next_path` is the one rule for where a browser may be sent after signing in: a
-path on this site.  ``static/signin.js`` applies the same rule again before it navigates.
+:func:`safe_next_path` is the one place that decides where a browser goes after signing in:
+a path on this site, in the form a browser's URL parser gives it (dot segments removed, also
+percent-encoded ones, characters percent-encoded as a browser would).  Checking the raw value
+is not enough: ``/.//evil.example`` starts with one slash, yet a browser resolves it to the
+path ``//evil.example``, which ``location.assign`` (or any code that re-serialises the path)
+reads as another host.  ``static/signin.js`` makes no decision of its own: it asks this server
+(``/?next=…``) and follows its redirect.
 """
 
 from __future__ import annotations
 
 import secrets
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -96,22 +101,83 @@ def posted_from_this_site(request: Request) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
-def safe_next_path(value: str | None) -> str:
-    """``value`` when it is a path on this site, else ``/``.
+#: What a browser percent-encodes in a URL's path, query and fragment besides non-ASCII
+#: (WHATWG URL's encode sets, less what :func:`safe_next_path` refuses or splits on).
+_PATH_ENCODE = frozenset('"<>`{}')
+_QUERY_ENCODE = frozenset("\"<>'")
+_FRAGMENT_ENCODE = frozenset('"<>`')
+_SINGLE_DOT = frozenset({".", "%2e"})
+_DOUBLE_DOT = frozenset({"..", ".%2e", "%2e.", "%2e%2e"})
 
-    Refused: anything not starting with one ``/`` (schemes, ``//host``, relative paths), a
-    backslash anywhere (browsers read ``/\\host`` as ``//host``), control characters and
-    whitespace (browsers drop tabs and newlines: ``/\\t/host`` is ``//host``), and
-    over-long values."""
-    if not value or len(value) > MAX_NEXT or not value.startswith("/"):
+
+def _percent_encode(text: str, encode: frozenset[str]) -> str:
+    """``text`` with the characters a browser would encode encoded (non-ASCII as UTF-8)."""
+    return "".join(
+        "".join(f"%{byte:02X}" for byte in ch.encode("utf-8"))
+        if ch in encode or ord(ch) > 0x7E
+        else ch
+        for ch in text
+    )
+
+
+def _remove_dot_segments(path: str) -> str:
+    """``path`` (starting with ``/``) as a browser stores it: ``.`` and ``..`` segments (also
+    written ``%2e``) removed, a trailing one leaving the path ending in ``/``."""
+    segments = path[1:].split("/")
+    kept: list[str] = []
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment.lower() in _DOUBLE_DOT:
+            if kept:
+                kept.pop()
+            if last:
+                kept.append("")
+        elif segment.lower() in _SINGLE_DOT:
+            if last:
+                kept.append("")
+        else:
+            kept.append(segment)
+    return "/" + "/".join(kept)
+
+
+def _refused(ch: str) -> bool:
+    # Controls and whitespace (browsers drop tabs and newlines: "/\t/host" is "//host"),
+    # the invisible separators, and backslashes (browsers read them as "/"): a path on this
+    # site reaches us with each of them percent-encoded, never raw.
+    return ord(ch) <= 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in "\\\u2028\u2029\ufeff"
+
+
+def safe_next_path(value: str | None) -> str:
+    """Where to send a browser after signing in: ``value`` as the path on this site a
+    browser's URL parser makes of it, or ``/`` when it is not one.
+
+    Refused: anything not starting with one ``/`` (schemes, relative paths, ``//host``
+    however it goes on: ``//..`` is the host ``..``, not a path); control characters,
+    whitespace and backslashes anywhere; over-long values; and every path that, normalised,
+    starts with ``//`` (another host to a browser: ``//host``, ``/.//host``, ``/x/..//host``,
+    ``/%2e//host``) — or would once a server decoded its ``%2F``/``%5C``/``%2E``
+    (``/%2F/host``, ``/%5Chost``).  The answer is a fixed point of browsers' URL parsing:
+    they navigate to exactly this path."""
+    if not value or len(value) > MAX_NEXT or not value.startswith("/") or value.startswith("//"):
         return "/"
-    if value.startswith("//") or "\\" in value:
+    if any(_refused(ch) for ch in value):
         return "/"
-    if any(ord(ch) <= 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in value):
+    # A lone surrogate cannot be UTF-8 encoded; browsers read it as U+FFFD.
+    value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    rest, hash_sign, fragment = value.partition("#")
+    path, question_mark, query = rest.partition("?")
+    path = _remove_dot_segments(_percent_encode(path, _PATH_ENCODE))
+    decoded = _remove_dot_segments(unquote(path).replace("\\", "/"))
+    if path.startswith("//") or decoded.startswith("//"):
         return "/"
-    if any(ch in value for ch in ("\u2028", "\u2029", "\ufeff")):
-        return "/"
-    return value
+    result = (
+        path
+        + question_mark
+        + _percent_encode(query, _QUERY_ENCODE)
+        + hash_sign
+        + _percent_encode(fragment, _FRAGMENT_ENCODE)
+    )
+    return result if len(result) <= MAX_NEXT else "/"
 
 
 def install_api_docs(app: FastAPI, path: str = "/api/docs") -> None:

@@ -2,17 +2,11 @@
 (function () {
   "use strict";
   const { t } = window.chatmem;
-  /* SEC-3: only a path on this site, as the server checks it: one leading "/", no "//" or
-     backslash (browsers read "/\\host" as "//host"), no control characters or spaces (they
-     drop tabs and newlines: "/\t/host" is "//host"); and it must resolve to this origin. */
-  function sameSitePath(next) {
-    if (typeof next !== "string" || next.length > 2048 || !/^\/(?![\/\\])[^\\\u0000-\u0020\u007f-\u009f\u2028\u2029\ufeff]*$/.test(next)) return "/";
-    try {
-      const url = new URL(next, location.origin);
-      return url.origin === location.origin ? url.pathname + url.search + url.hash : "/";
-    } catch (_) {
-      return "/";
-    }
+  /* SEC-3: where to go after signing in is the server's decision alone (web/security.py
+     safe_next_path, which normalises the path as this browser will): the page asks it with
+     /?next=… and follows its redirect, whatever data-next holds by then. */
+  function afterSignIn(next) {
+    return typeof next === "string" && next !== "" && next !== "/" ? "/?next=" + encodeURIComponent(next) : "/";
   }
   const form = document.getElementById("signin-form");
   const error = document.getElementById("signin-error");
@@ -28,7 +22,7 @@
     }
     try {
       await window.chatmem.api("POST", "/api/v1/auth/login", { name, password });
-      location.assign(sameSitePath(form.dataset.next));
+      location.assign(afterSignIn(form.dataset.next));
     } catch (err) {
       error.textContent = err.status === 401 || err.status === 403 || err.status === 404
         ? t("Wrong name or password.")
