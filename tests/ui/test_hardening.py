@@ -187,3 +187,32 @@ def test_the_servers_next_is_exactly_what_chromium_makes_of_it(page: Any, server
         cases,
     )
     assert len(cases) > 9000 and wrong == [], wrong[:20]
+
+
+def test_the_api_docs_page_works_with_no_other_host_reachable(
+    page: Any, server: Server, console: Any
+) -> None:
+    """Swagger UI used to come from a CDN: cut off from it, the page showed nothing."""
+    site = server.url + "/"
+    elsewhere: list[str] = []
+
+    def only_this_site(route: Any) -> None:
+        if route.request.url.startswith(site):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    console.allow("ERR_FAILED")  # reported below, through ``elsewhere``
+    page.route("**/*", only_this_site)
+    page.add_init_script(PROBE)
+    page.goto(server.url + "/api/docs")
+    operations = page.locator(".opblock")
+    expect(operations.first).to_be_visible()
+    profiles = page.locator(".opblock-summary-path", has_text="/api/v1/profiles").first
+    expect(profiles).to_be_visible()
+    assert operations.count() > 20
+    # Opening an operation works under the policy too.
+    profiles.click()
+    expect(page.locator(".opblock.is-open .opblock-section")).to_be_visible()
+    assert elsewhere == [] and violations(page) == []

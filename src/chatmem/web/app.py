@@ -80,7 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         lifespan=lifespan,
         openapi_url="/openapi.json",
-        docs_url=None,  # served by install_api_docs, under its own CSP (SEC-3)
+        docs_url=None,  # served by install_api_docs, from static/vendor (SEC-3)
         redoc_url=None,
     )
     app.state.settings = settings

@@ -6,7 +6,8 @@ only, no inline script or style attribute, no plugins, no ``<base>``, never fram
 ``X-Frame-Options: DENY`` for old browsers, ``X-Content-Type-Options: nosniff``,
 ``Referrer-Policy: same-origin`` and, with ``CHATMEM_SECURE_COOKIES=1`` (the site is served
 over HTTPS), ``Strict-Transport-Security``.  A response that sets its own policy keeps it
-(a downloaded file's ``sandbox``, the API docs page's nonce).
+(a downloaded file's ``sandbox``).  The API docs page is Swagger UI from ``static/vendor``
+under the same policy.
 
 :func:`safe_next_path` is the one place that decides where a browser goes after signing in:
 a path on this site, in the form a browser's URL parser gives it (dot segments removed, also
@@ -19,12 +20,10 @@ reads as another host.  ``static/signin.js`` makes no decision of its own: it as
 
 from __future__ import annotations
 
-import secrets
-from typing import Any
+import html
 from urllib.parse import unquote, urlsplit
 
 from fastapi import FastAPI, Request
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -180,31 +179,39 @@ def safe_next_path(value: str | None) -> str:
     return result if len(result) <= MAX_NEXT else "/"
 
 
+#: The vendored Swagger UI (``static/vendor``, see its ``SOURCES.md``).
+SWAGGER_UI_VERSION = "5.35.0"
+
+_API_DOCS_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<link rel="icon" href="{static}/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="{static}/vendor/swagger-ui-{version}.css">
+</head>
+<body>
+<div id="swagger-ui" data-openapi-url="{openapi_url}"></div>
+<script src="{static}/vendor/swagger-ui-bundle-{version}.js"></script>
+<script src="{static}/api-docs.js?v={chatmem_version}"></script>
+</body>
+</html>
+"""
+
+
 def install_api_docs(app: FastAPI, path: str = "/api/docs") -> None:
-    """Swagger UI at ``path`` under its own policy: its one inline script runs by nonce,
-    its bundle and stylesheet come from the CDN FastAPI names; nothing else inline."""
+    """Swagger UI at ``path``, from this site's own files: the page works offline and runs
+    under the site's policy (no other host, nothing inline)."""
 
     @app.get(path, include_in_schema=False)
     async def api_docs(request: Request) -> HTMLResponse:
-        nonce = secrets.token_urlsafe(16)
         root = request.scope.get("root_path", "")
-        page = get_swagger_ui_html(
-            openapi_url=root + (app.openapi_url or "/openapi.json"),
-            title=f"{app.title} - Swagger UI",
+        page = _API_DOCS_PAGE.format(
+            title=html.escape(f"{app.title} API"),
+            static=html.escape(root + "/static"),
+            version=SWAGGER_UI_VERSION,
+            openapi_url=html.escape(root + (app.openapi_url or "/openapi.json")),
+            chatmem_version=html.escape(app.version),
         )
-        body = bytes(page.body).decode("utf-8").replace("<script>", f'<script nonce="{nonce}">')
-        policy = "; ".join(
-            [
-                "default-src 'none'",
-                f"script-src https://cdn.jsdelivr.net 'nonce-{nonce}'",
-                "style-src https://cdn.jsdelivr.net",
-                "img-src 'self' data: https:",
-                "font-src https://cdn.jsdelivr.net data:",
-                "connect-src 'self'",
-                "base-uri 'none'",
-                "form-action 'none'",
-                "frame-ancestors 'none'",
-            ]
-        )
-        headers: dict[str, Any] = {"Content-Security-Policy": policy}
-        return HTMLResponse(body, headers=headers)
+        return HTMLResponse(page)
