@@ -43,6 +43,7 @@ _.connect_unix_socket
 _._pool
 _.stream_response
 _.total_tokens
+_.redirect_slashes  # read by Starlette's Router per request (web/slashes turns it off)
 
 # Interfaces and public fields: the engine's duck-typed history protocol, a collected
 # answer's finish reason (clients and tests read it).

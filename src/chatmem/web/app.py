@@ -29,6 +29,7 @@ from chatmem.web.errors import install_error_handlers
 from chatmem.web.json_bounds import JsonBoundsMiddleware
 from chatmem.web.openai_compat.routes import install_openai_compat
 from chatmem.web.security import SecurityHeadersMiddleware, install_api_docs
+from chatmem.web.slashes import install_slash_redirects
 from chatmem.web.token_use import TokenUse
 from chatmem.web.ui import install_ui
 
@@ -96,6 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_openai_compat(app)
     install_ui(app)
     install_api_docs(app, "/api/docs")
+    install_slash_redirects(app)  # relative Location, never the client's Host (SEC-3)
     # Outermost: every response gets the hardening headers (SEC-3).
     app.add_middleware(SecurityHeadersMiddleware, secure=settings.secure_cookies)
     return app
