@@ -373,7 +373,7 @@ def api_token(database_url: str) -> str:
     db = Database(database_url)
     try:
         with db.session() as session:
-            user = accounts.create_user(session, "bench", password=None)
+            user = accounts.create_user(session, "bench")
             return accounts.create_api_token(session, user, label="bench")
     finally:
         db.dispose()

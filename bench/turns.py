@@ -89,7 +89,7 @@ class LiveServer:
 
 def setup_user(server: LiveServer, model: FakeModelServer) -> tuple[dict[str, str], str]:
     with server.app.state.db.session() as session:
-        user = accounts.create_user(session, f"bench{time.monotonic_ns()}", password=None)
+        user = accounts.create_user(session, f"bench{time.monotonic_ns()}")
         token = accounts.create_api_token(session, user, label="bench")
     headers = {"Authorization": f"Bearer {token}"}
     profile = httpx.post(

@@ -125,17 +125,18 @@ def test_remembered_credentials_expire_and_never_outlive_a_browser_session(
     clock = ManualClock()
     monkeypatch.setattr(deps, "time", clock.as_time_module())  # the cache's clock only
     cache = CredentialCache(ttl=0.05)
-    cache.put("token", "u1")
-    assert cache.get("token") is not None and cache.get("token").user_id == "u1"  # type: ignore[union-attr]
+    cache.put("token", "token", "u1")
+    assert cache.get("token", "token") is not None
+    assert cache.get("token", "token").user_id == "u1"  # type: ignore[union-attr]
     clock.advance(0.04)
-    assert cache.get("token") is not None  # still remembered within its ttl
+    assert cache.get("token", "token") is not None  # still remembered within its ttl
     clock.advance(0.02)
-    assert cache.get("token") is None
-    cache.put("cookie", "u2", "csrf", expires_at=utcnow() - timedelta(seconds=1))
-    assert cache.get("cookie") is None  # an expired session is not remembered at all
-    cache.put("cookie", "u2", "csrf", expires_at=utcnow() + timedelta(days=1))
+    assert cache.get("token", "token") is None
+    cache.put("cookie", "session", "u2", "csrf", expires_at=utcnow() - timedelta(seconds=1))
+    assert cache.get("cookie", "session") is None  # an expired session: not remembered at all
+    cache.put("cookie", "session", "u2", "csrf", expires_at=utcnow() + timedelta(days=1))
     cache.forget("cookie")
-    assert cache.get("cookie") is None
+    assert cache.get("cookie", "session") is None
 
 
 def _request(headers: dict[str, str]) -> Request:
@@ -147,8 +148,8 @@ def test_the_cache_knows_a_credential_checked_a_moment_ago() -> None:
     """The turn routes authenticate on the event loop, with no thread and no query, when the
     request's credential is in the cache (``knows``); else they ask the database."""
     cache = CredentialCache()
-    cache.put("tok", "u1")
-    cache.put("sess", "u2", "csrf", expires_at=utcnow() + timedelta(days=1))
+    cache.put("tok", "token", "u1")
+    cache.put("sess", "session", "u2", "csrf", expires_at=utcnow() + timedelta(days=1))
     assert cache.knows(_request({"Authorization": "Bearer tok"}))
     assert not cache.knows(_request({"Authorization": "Bearer other"}))
     assert cache.knows(_request({"Cookie": f"{deps.SESSION_COOKIE}=sess"}))
@@ -159,3 +160,28 @@ def test_the_cache_knows_a_credential_checked_a_moment_ago() -> None:
     assert not cache.knows(
         _request({"Authorization": "Bearer other", "Cookie": f"{deps.SESSION_COOKIE}=sess"})
     )
+    # Each kind in its own place only (issue 25): a session as a Bearer token, a token as
+    # the cookie.
+    assert not cache.knows(_request({"Authorization": "Bearer sess"}))
+    assert not cache.knows(_request({"Cookie": f"{deps.SESSION_COOKIE}=tok"}))
+
+
+def test_each_credential_works_only_in_its_own_place(client: TestClient) -> None:
+    """Issue 25: within the credential cache's few seconds a session cookie worked as a
+    Bearer token (a write then passed without the CSRF header) and an API token as the
+    session cookie.  Each kind is remembered with its kind."""
+    carol = make_user(client, "carol", password="a long enough password")
+    client.post("/api/v1/auth/login", json={"name": "carol", "password": "a long enough password"})
+    session_cookie = client.cookies[deps.SESSION_COOKIE]
+    assert client.get("/api/v1/me").status_code == 200  # the cookie: checked, cached
+    assert client.get("/api/v1/me", headers=carol.headers).status_code == 200  # the token too
+    client.cookies.clear()
+
+    bearer = {"Authorization": f"Bearer {session_cookie}"}
+    assert client.get("/api/v1/me", headers=bearer).status_code == 401
+    write = client.post("/api/v1/folders", json={"name": "no csrf"}, headers=bearer)
+    assert write.status_code == 401
+    client.cookies.set(deps.SESSION_COOKIE, carol.token)
+    assert client.get("/api/v1/me").status_code == 401
+    client.cookies.clear()
+    assert client.get("/api/v1/folders", headers=carol.headers).json()["items"] == []

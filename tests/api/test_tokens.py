@@ -86,7 +86,7 @@ def test_the_command_line_lists_and_revokes(
     db = Database.from_settings(settings)
     db.migrate()
     with db.session() as session:
-        user = accounts.create_user(session, "dora", password=None)
+        user = accounts.create_user(session, "dora")
         token = accounts.create_api_token(session, user, label="cli")
     db.dispose()
 

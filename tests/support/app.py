@@ -55,7 +55,9 @@ def make_user(
     """Creates a user directly in the app's database and returns it with a fresh API token."""
     db: Database = client.app.state.db  # type: ignore[attr-defined]
     with db.session() as session:
-        user = accounts.create_user(session, name, password=password, is_admin=admin)
+        user = accounts.create_user(
+            session, name, password_hash=accounts.new_password_hash(password), is_admin=admin
+        )
         token = accounts.create_api_token(session, user, label="test")
         return ApiUser(id=user.id, name=user.name, token=token)
 

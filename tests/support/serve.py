@@ -100,7 +100,7 @@ class ServeProcess:
         db = Database(self.database_url)
         try:
             with db.session() as session:
-                user = accounts.create_user(session, name, password=None, is_admin=admin)
+                user = accounts.create_user(session, name, is_admin=admin)
                 token = accounts.create_api_token(session, user, label="test")
         finally:
             db.dispose()

@@ -54,11 +54,11 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Create a user (the password is prompted for, or read from stdin)."""
-        password = _read_password(password_stdin)
+        password_hash = accounts.new_password_hash(_read_password(password_stdin))
         db = _database()
         try:
             with db.session(write=True) as session:
-                accounts.create_user(session, name, password=password, is_admin=admin)
+                accounts.create_user(session, name, password_hash=password_hash, is_admin=admin)
         finally:
             db.dispose()
         typer.echo(f"Created {'administrator' if admin else 'user'} {name}.", err=True)

@@ -34,17 +34,27 @@ def check_name(name: str) -> str:
     return name
 
 
-def create_user(
-    session: Session, name: str, *, password: str | None = None, is_admin: bool = False
-) -> User:
-    check_name(name)
-    if password is not None and not password:
+def new_password_hash(password: str | None) -> str | None:
+    """The hash to store for a new password (None: none).  Slow on purpose (argon2): call it
+    before opening the write transaction that stores it, never inside one — other users'
+    writes would wait for it (issue 25)."""
+    if password is None:
+        return None
+    if not password:
         raise InvalidInput("The password must not be empty.")
+    return hash_password(password)
+
+
+def create_user(
+    session: Session, name: str, *, password_hash: str | None = None, is_admin: bool = False
+) -> User:
+    """A new user; ``password_hash`` from :func:`new_password_hash`, made beforehand."""
+    check_name(name)
     if user_by_name(session, name) is not None:
         raise Conflict(f"A user named {name!r} already exists.")
     user = User(
         name=name,
-        password_hash=hash_password(password) if password else None,
+        password_hash=password_hash,
         is_admin=is_admin,
         evicted_conversations=0,
         evicted_messages=0,
@@ -174,6 +184,14 @@ _BROWSER_SESSION = (
     .join(User, User.id == BrowserSession.user_id)
     .where(BrowserSession.token_hash == bindparam("digest"), User.disabled.is_(False))
 )
+
+
+def is_active_admin(db: Session | Connection, user_id: str) -> bool:
+    """Whether ``user_id`` is an administrator whose account is not disabled (one read)."""
+    row = connection_of(db).execute(
+        select(User.is_admin, User.disabled).where(User.id == user_id)
+    ).first()
+    return row is not None and bool(row.is_admin) and not row.disabled
 
 
 def api_token_owner(db: Session | Connection, token: str) -> tuple[str, str] | None:

@@ -14,7 +14,6 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from chatmem.auth.secrets import hash_password
 from chatmem.errors import Conflict, InvalidInput, NotFound
 from chatmem.store import accounts
 from chatmem.store.spending import EXTENSION_SCOPES
@@ -159,16 +158,27 @@ def user_admin_public(user: User) -> dict[str, Any]:
 
 
 def add_user(
-    session: Session, admin: User, name: str, password: str | None, is_admin: bool
+    session: Session, admin: User, name: str, password_hash: str | None, is_admin: bool
 ) -> User:
-    user = accounts.create_user(session, name, password=password, is_admin=is_admin)
+    """A new user; ``password_hash`` made before the transaction (``new_password_hash``)."""
+    user = accounts.create_user(session, name, password_hash=password_hash, is_admin=is_admin)
     record(session, admin, "add_user", "user", user.id, {"name": user.name, "is_admin": is_admin})
     return user
 
 
+def _sign_out_everywhere(session: Session, user: User) -> None:
+    """Ends the user's browser sessions and unused sign-in links (API tokens stay)."""
+    session.execute(delete(BrowserSession).where(BrowserSession.user_id == user.id))
+    session.execute(
+        delete(SigninLink).where(SigninLink.user_id == user.id, SigninLink.used_at.is_(None))
+    )
+
+
 def update_user(session: Session, admin: User, user_id: str, changes: dict[str, Any]) -> User:
-    """Applies the keys present in ``changes``: ``disabled``, ``password``, ``is_admin``,
-    ``session_limit_usd`` / ``week_limit_usd`` (None: back to the deployment's limits)."""
+    """Applies the keys present in ``changes``: ``disabled``, ``password_hash`` (a new
+    password's, made before the transaction: ``accounts.new_password_hash``), ``is_admin``,
+    ``session_limit_usd`` / ``week_limit_usd`` (None: back to the deployment's limits).
+    Disabling the account or resetting its password signs it out everywhere."""
     user = session.get(User, user_id)
     if user is None:
         raise NotFound("user")
@@ -179,24 +189,17 @@ def update_user(session: Session, admin: User, user_id: str, changes: dict[str, 
             raise InvalidInput("An administrator cannot disable their own account.")
         user.disabled = disabled
         details["disabled"] = disabled
-        if disabled:
-            # Signed out everywhere; tokens stay but do not work while disabled.
-            session.execute(delete(BrowserSession).where(BrowserSession.user_id == user.id))
-            session.execute(
-                delete(SigninLink).where(
-                    SigninLink.user_id == user.id, SigninLink.used_at.is_(None)
-                )
-            )
+        if disabled:  # tokens stay but do not work while disabled
+            _sign_out_everywhere(session, user)
     if "is_admin" in changes and changes["is_admin"] is not None:
         if not changes["is_admin"] and user.id == admin.id:
             raise InvalidInput("An administrator cannot remove their own administrator role.")
         user.is_admin = bool(changes["is_admin"])
         details["is_admin"] = user.is_admin
-    if "password" in changes and changes["password"] is not None:
-        if not changes["password"]:
-            raise InvalidInput("The password must not be empty.")
-        user.password_hash = hash_password(changes["password"])
+    if changes.get("password_hash") is not None:
+        user.password_hash = changes["password_hash"]
         details["password"] = "reset"
+        _sign_out_everywhere(session, user)  # whoever knew the old one is out
     for name in ("session_limit_usd", "week_limit_usd"):
         if name in changes:
             value = usd(changes[name], name)

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 import anyio
 from fastapi import Depends, Request
@@ -73,8 +73,14 @@ DbSession = Annotated[Session, Depends(get_db_session, scope="function")]
 CREDENTIAL_TTL = 5.0
 
 
+#: What a cached credential is, so each works only in its own place: an API token only as a
+#: Bearer token, a browser session only as the session cookie (with the CSRF check on writes).
+CredentialKind = Literal["token", "session"]
+
+
 @dataclass(frozen=True)
 class _Checked:
+    kind: CredentialKind
     user_id: str
     csrf_token: str | None  # browser sessions only
     until: float  # time.monotonic()
@@ -93,11 +99,13 @@ class CredentialCache:
         self._items: OrderedDict[str, _Checked] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, secret: str) -> _Checked | None:
+    def get(self, secret: str, kind: CredentialKind) -> _Checked | None:
+        """The check of ``secret`` as a credential of ``kind``, if one is fresh: a session
+        cookie presented as a Bearer token (or a token as a cookie) is not one."""
         key = digest(secret)
         with self._lock:
             found = self._items.get(key)
-            if found is None:
+            if found is None or found.kind != kind:
                 return None
             if found.until <= time.monotonic():
                 del self._items[key]
@@ -107,12 +115,14 @@ class CredentialCache:
     def knows(self, request: Request) -> bool:
         """Whether the request's credential (Bearer token, else session cookie) was checked
         in the last few seconds: authenticating it then asks no database."""
-        secret = _presented_credential(request)[1]
-        return bool(secret) and self.get(secret) is not None
+        scheme, secret = _presented_credential(request)
+        kind: CredentialKind = "session" if scheme is None else "token"
+        return bool(secret) and self.get(secret, kind) is not None
 
     def put(
         self,
         secret: str,
+        kind: CredentialKind,
         user_id: str,
         csrf_token: str | None = None,
         expires_at: datetime | None = None,
@@ -122,7 +132,7 @@ class CredentialCache:
             lifetime = min(lifetime, (expires_at - utcnow()).total_seconds())
         if lifetime <= 0:
             return
-        checked = _Checked(user_id, csrf_token, time.monotonic() + lifetime)
+        checked = _Checked(kind, user_id, csrf_token, time.monotonic() + lifetime)
         key = digest(secret)
         with self._lock:
             self._items[key] = checked
@@ -175,7 +185,7 @@ def authenticated_user_id(request: Request, db: Session | Connection | None = No
         token = secret
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized("Use 'Authorization: Bearer TOKEN'.")
-        hit = cache.get(token)
+        hit = cache.get(token, "token")
         if hit is not None:
             return hit.user_id
         with _reader(request, db) as reader:
@@ -184,18 +194,18 @@ def authenticated_user_id(request: Request, db: Session | Connection | None = No
             raise Unauthorized("Unknown or revoked API token.")
         user_id, token_id = owner
         request.app.state.token_use.seen(token_id)  # written a minute or so later
-        cache.put(token, user_id)
+        cache.put(token, "token", user_id)
         return user_id
     cookie = secret
     if not cookie:
         raise Unauthorized("Sign in first.")
-    checked = cache.get(cookie)
+    checked = cache.get(cookie, "session")
     if checked is None:
         with _reader(request, db) as reader:
             browser = accounts.browser_session_for(reader, cookie)
         if browser is None:
             raise Unauthorized("Your session has expired; sign in again.")
-        cache.put(cookie, browser.user_id, browser.csrf_token, browser.expires_at)
+        cache.put(cookie, "session", browser.user_id, browser.csrf_token, browser.expires_at)
         user_id, csrf_token = browser.user_id, browser.csrf_token
     else:
         user_id, csrf_token = checked.user_id, checked.csrf_token or ""

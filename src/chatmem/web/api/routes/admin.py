@@ -14,17 +14,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
 from sqlalchemy import select
+from starlette.concurrency import run_in_threadpool
 
-from chatmem.errors import NotFound
-from chatmem.store import admin
+from chatmem.errors import Forbidden, NotFound
+from chatmem.store import accounts, admin
 from chatmem.store.spending import all_requests, request_public
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.turns.usage import user_usage_brief
 from chatmem.web.api.schemas import Body, WholeNumber
-from chatmem.web.deps import AdminUser, DbSession, SettingsDep
+from chatmem.web.deps import AdminUser, DbSession, SettingsDep, authenticated_user_id
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
 
@@ -48,6 +49,36 @@ class UserUpdate(Body):
     is_admin: bool | None = None
     session_limit_usd: Usd | None = None
     week_limit_usd: Usd | None = None
+
+
+def _check_admin_by_read(request: Request) -> None:
+    user_id = authenticated_user_id(request)  # a short read, or the credential cache
+    with request.app.state.db.read_connection() as connection:
+        if not accounts.is_active_admin(connection, user_id):
+            raise Forbidden("Administrators only.")
+
+
+async def _hashed(request: Request, password: str | None) -> str | None:
+    """A new password's hash, made before the route takes the write slot: argon2 takes a few
+    hundred milliseconds that every other user's write would otherwise wait for.  Only for an
+    administrator (checked with a read first), so nobody else can make the server hash."""
+    if password is None:
+        return None
+    await run_in_threadpool(_check_admin_by_read, request)
+    return await run_in_threadpool(accounts.new_password_hash, password)
+
+
+async def _new_user_hash(request: Request, body: UserCreate) -> str | None:
+    return await _hashed(request, body.password)
+
+
+async def _reset_hash(request: Request, body: UserUpdate) -> str | None:
+    return await _hashed(request, body.password)
+
+
+# Declared before the route's AdminUser and DbSession: dependencies resolve in that order.
+NewUserHash = Annotated[str | None, Depends(_new_user_hash)]
+ResetHash = Annotated[str | None, Depends(_reset_hash)]
 
 
 class ProfileRank(Body):
@@ -96,9 +127,13 @@ def list_users(_: AdminUser, session: DbSession, settings: SettingsDep) -> dict[
 
 @router.post("/users", status_code=201)
 def add_user(
-    body: UserCreate, user: AdminUser, session: DbSession, settings: SettingsDep
+    body: UserCreate,
+    password_hash: NewUserHash,
+    user: AdminUser,
+    session: DbSession,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
-    created = admin.add_user(session, user, body.name, body.password, body.is_admin)
+    created = admin.add_user(session, user, body.name, password_hash, body.is_admin)
     return _user_view(session, created, settings)
 
 
@@ -106,15 +141,19 @@ def add_user(
 def change_user(
     user_id: str,
     body: UserUpdate,
+    password_hash: ResetHash,
     request: Request,
     user: AdminUser,
     session: DbSession,
     settings: SettingsDep,
 ) -> dict[str, Any]:
-    changes = {name: getattr(body, name) for name in body.model_fields_set}
+    changes = {name: getattr(body, name) for name in body.model_fields_set - {"password"}}
+    if password_hash is not None:
+        changes["password_hash"] = password_hash
     changed = admin.update_user(session, user, user_id, changes)
-    if changed.disabled:
-        # This replica stops trusting the account's recently checked credentials at once.
+    if changed.disabled or password_hash is not None:
+        # Signed out: this replica stops trusting the account's recently checked credentials
+        # at once (others within the cache's few seconds).
         request.app.state.credentials.forget_user(changed.id)
     return _user_view(session, changed, settings)
 
