@@ -7,6 +7,7 @@ the state files, the logs, and ``POST /api/v1/profiles/{id}/test``."""
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Iterator
 
@@ -63,6 +64,54 @@ def test_the_whole_key_and_inner_runs_are_scrubbed_and_other_text_kept() -> None
     kept = "Loading... the model sk-other...abcd is busy; retry in 3s"
     assert scrub_secret(kept, KEY) == kept
     assert scrub_secret("no key here", None) == "no key here"
+
+
+# Issue 25: the key echoed in other forms than its own (each derived from KEY).
+_RAW = KEY.encode()
+ECHOED = {
+    "upper-case": KEY.upper(),
+    "lower-case": KEY.lower(),
+    "reversed": KEY[::-1],
+    "spaced": " ".join(KEY),
+    "split over lines": KEY[:12] + "\n  " + KEY[12:],
+    "hex": _RAW.hex(),
+    "hex, upper-case": _RAW.hex().upper(),
+    "base64": base64.b64encode(_RAW).decode(),
+    "base64 of Basic auth": base64.b64encode(b"user:" + _RAW).decode(),
+    "base64 of a header": base64.b64encode(b"Authorization: Bearer " + _RAW).decode(),
+    "URL-safe base64, misaligned": base64.urlsafe_b64encode(b"\xff\xfe" + _RAW).decode(),
+}
+
+
+def echoed_leaks(text: str) -> list[str]:
+    """Which of the key's other forms still show a run of 8 characters in ``text``."""
+    squeezed = "".join(text.split()).lower()
+    found = []
+    for name, form in ECHOED.items():
+        plain = "".join(form.split()).lower()
+        if name.startswith(("base64", "URL-safe")):  # the key's own bits: past a prefix
+            plain = plain[len(plain) // 3 : -4]
+        if any(plain[i : i + 8] in squeezed for i in range(len(plain) - 7)):
+            found.append(name)
+    return found
+
+
+@pytest.mark.parametrize("name", list(ECHOED))
+def test_the_key_echoed_in_another_form_is_scrubbed(name: str) -> None:
+    text = f"Rejected credentials {ECHOED[name]} (see https://x.test/keys)."
+    scrubbed = scrub_secret(text, KEY)
+    assert echoed_leaks(scrubbed) == [] and leaks(scrubbed) == [], scrubbed
+    assert scrubbed.startswith("Rejected credentials ")
+    assert scrubbed.endswith(" (see https://x.test/keys).")
+
+
+def test_the_other_forms_spare_ordinary_text() -> None:
+    kept = (
+        "Rate limit reached for gpt-4o-mini in organization org-abc on tokens per min. "
+        "Limit 30000, Used 29000. Visit https://platform.openai.com/account/rate-limits "
+        "ZGF0YTpkYXRh 6b65792d6e6f74"
+    )
+    assert scrub_secret(kept, KEY) == kept
 
 
 def test_provider_text_is_bounded_and_can_conceal_the_endpoint() -> None:
@@ -152,10 +201,16 @@ def test_masked_key_echoes_leak_nowhere_through_a_turn(
     profile_id = _shared_profile(api, admin, model_server)
 
     seen: list[str] = []
-    for user, echo in ((admin, "sk-LEAK...zQRST"), (alice, "sk-LEA***RST"), (alice, "sk-…QRST")):
+    for user, echo in (
+        (admin, "sk-LEAK...zQRST"),
+        (alice, "sk-LEA***RST"),
+        (alice, "sk-…QRST"),
+        *((alice, form) for form in ECHOED.values()),
+    ):
         seen += _failing_turn(api, user, profile_id, model_server, echo)
 
     assert [leaks(text) for text in seen if leaks(text)] == []
+    assert [echoed_leaks(text) for text in seen if echoed_leaks(text)] == []
     assert all("LEA***" not in t and "…QRST" not in t for t in seen)
     assert leaks(caplog.text) == []
     for path in settings.state_dir.rglob("*"):

@@ -85,7 +85,7 @@ from chatmem.errors import (
     ProviderRefusesTools,
     ProviderUnreachable,
 )
-from chatmem.models.redact import scrub_provider_text
+from chatmem.models.redact import KeyScrubber, scrub_provider_text
 from chatmem.models.ssrf import EndpointPolicy, safe_async_client
 
 log = logging.getLogger(__name__)
@@ -271,6 +271,8 @@ class ModelClient:
         self._headers = {"User-Agent": f"chatmem/{__version__}"}
         if endpoint.api_key:
             self._headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        # The key's echoed forms, derived once for every provider text this client scrubs.
+        self._key_scrubber = KeyScrubber(endpoint.api_key) if endpoint.api_key else None
         self._owned = shared is None
         self._shared = shared or SharedHttp(
             http_pool(policy, timeout=timeout, connect_timeout=connect_timeout, ssl=ssl_context)
@@ -502,7 +504,7 @@ class ModelClient:
         endpoint = self.endpoint
         return scrub_provider_text(
             text,
-            endpoint.api_key,
+            self._key_scrubber,
             conceal_url=endpoint.base_url if endpoint.conceal else None,
             host=httpx.URL(endpoint.base_url).host if endpoint.conceal else None,
         )

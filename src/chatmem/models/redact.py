@@ -9,7 +9,12 @@ would see a piece of the administrator's key.  :func:`scrub_secret` removes from
   :data:`MIN_INNER_RUN` or more characters found anywhere inside it;
 - every masked form: a word holding a mask (``...``, ``…``, ``**``, ``•``) whose part before
   the mask starts the key or whose part after it ends the key (2 characters are enough there,
-  as in ``sk-abc***xyz``, since the mask says what the word is).
+  as in ``sk-abc***xyz``, since the mask says what the word is);
+- the key echoed in another form — upper- or lower-case, spaced out, reversed, in hex, in
+  base64 (standard or URL-safe, at any alignment: ``Basic`` auth encodes ``user:key``): every
+  run of :data:`MIN_INNER_RUN` or more characters of one of those forms, found in the text
+  read without whitespace and case (issue 25).  The forms are derived once per key
+  (:class:`KeyScrubber`).
 
 :func:`scrub_provider_text` adds the endpoint, for users who may not see it (a shared profile
 used by somebody else: its URL and host name are the owner's business), and bounds the length.
@@ -17,6 +22,7 @@ used by somebody else: its URL and host name are the owner's business), and boun
 
 from __future__ import annotations
 
+import base64
 import re
 
 #: What stands where a fragment of a secret was.
@@ -106,25 +112,92 @@ def _is_masked_key(head: str, tail: str, secret: str) -> bool:
     )
 
 
+# ASCII letters only, so a text and its lower-cased view keep the same length.
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _base64_runs(raw: bytes) -> list[str]:
+    """The parts of ``raw``'s base64 that stay the same wherever ``raw`` sits in a longer
+    encoded text: for each of the three alignments, the characters made of ``raw``'s bits
+    alone (not those shared with a neighbouring byte), in both alphabets."""
+    runs = []
+    for shift in range(3):
+        encoded = base64.b64encode(bytes(shift) + raw).decode().rstrip("=")
+        start = -(-shift * 8 // 6)  # characters holding a bit of the bytes before
+        end = len(encoded) - (1 if (shift + len(raw)) * 8 % 6 else 0)  # or of those after
+        runs += [encoded[start:end], encoded[start:end].translate(str.maketrans("+/", "-_"))]
+    return runs
+
+
+def _echoed_forms(secret: str) -> tuple[str, ...]:
+    """The forms of ``secret`` a provider might echo besides the key itself, as they read in
+    the normalised text (:func:`_normalised`)."""
+    raw = secret.encode()
+    forms = {secret, secret[::-1], raw.hex(), *_base64_runs(raw)}
+    normalised = {_normalised(form)[0] for form in forms}
+    return tuple(sorted(form for form in normalised if form))
+
+
+def _normalised(text: str) -> tuple[str, list[int]]:
+    """``text`` without whitespace, its ASCII letters lower-cased, and where each character
+    of that view stands in ``text``."""
+    where = [i for i, char in enumerate(text) if not char.isspace()]
+    view = "".join(text[i] for i in where).translate(_ASCII_LOWER)
+    return view, where
+
+
+def _form_spans(text: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where in ``text`` a run of :data:`MIN_INNER_RUN` characters of one of ``forms`` (or a
+    shorter form whole) stands, read without whitespace and case."""
+    view, where = _normalised(text)
+    spans = []
+    for form in forms:
+        size = min(MIN_INNER_RUN, len(form))
+        for window in {form[i : i + size] for i in range(len(form) - size + 1)}:
+            at = view.find(window)
+            while at != -1:
+                spans.append((where[at], where[at + size - 1] + 1))
+                at = view.find(window, at + 1)
+    return spans
+
+
+class KeyScrubber:
+    """Removes one API key from texts (see the module): its forms are derived once, here."""
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+        self._forms = _echoed_forms(secret)
+
+    def _masked(self, match: re.Match[str]) -> str:
+        head, tail = match.group(1), match.group(2)
+        return REDACTED if _is_masked_key(head, tail, self.secret) else match.group(0)
+
+    def scrub(self, text: str) -> str:
+        if not text:
+            return text
+        text = _MASKED.sub(self._masked, text)
+        return _replace_spans(text, _spans_of(text, self.secret) + _form_spans(text, self._forms))
+
+
 def scrub_secret(text: str, secret: str | None) -> str:
     """``text`` without the secret, its masked forms or any run of it (see the module)."""
-    if not secret or not text:
-        return text
-
-    def masked(match: re.Match[str]) -> str:
-        head, tail = match.group(1), match.group(2)
-        return REDACTED if _is_masked_key(head, tail, secret) else match.group(0)
-
-    text = _MASKED.sub(masked, text)
-    return _replace_spans(text, _spans_of(text, secret))
+    return KeyScrubber(secret).scrub(text) if secret else text
 
 
 def scrub_provider_text(
-    text: str, api_key: str | None, *, conceal_url: str | None = None, host: str | None = None
+    text: str,
+    api_key: str | KeyScrubber | None,
+    *,
+    conceal_url: str | None = None,
+    host: str | None = None,
 ) -> str:
     """Provider text ready to be stored, logged and shown: bounded, without the key or a
-    fragment of it, and — for a user who may not see the endpoint — without its URL or host."""
-    text = scrub_secret(text[:MAX_SCAN], api_key)
+    fragment of it, and — for a user who may not see the endpoint — without its URL or host.
+    A client that scrubs many texts passes its :class:`KeyScrubber` (the forms made once)."""
+    scrubber = KeyScrubber(api_key) if isinstance(api_key, str) and api_key else api_key
+    text = text[:MAX_SCAN]
+    if isinstance(scrubber, KeyScrubber):
+        text = scrubber.scrub(text)
     if conceal_url:
         for part in sorted(
             {conceal_url, conceal_url.rstrip("/"), *([host] if host else [])}, key=len, reverse=True
