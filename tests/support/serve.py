@@ -25,6 +25,9 @@ from chatmem.store.db import Database
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# A deadline, not a wait: on a loaded 2-core machine `chatmem serve` has taken 20–40 s to start.
+START_TIMEOUT = 90
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -123,7 +126,7 @@ class ServeProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             try:
                 if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:

@@ -40,6 +40,9 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "_artifacts"
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "correct horse battery staple"
 
+# A deadline, not a wait: on a loaded 2-core machine `chatmem serve` has taken 20–40 s to start.
+START_TIMEOUT = 90
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -131,7 +134,7 @@ def start_server(state_dir: Path, **extra_env: str) -> Server:
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_TIMEOUT
     while True:
         if process.poll() is not None:
             raise RuntimeError("chatmem serve exited:\n" + log_path.read_text())
