@@ -21,7 +21,9 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -146,6 +148,55 @@ def test_schemathesis_finds_no_5xx_and_every_response_as_documented(
         assert api.get("/healthz").status_code == 200
         assert memory(server.proc.pid)["hwm"] < 1024 * 1024 * 1024
         api.close()
+
+
+def _integers(
+    schema: dict[str, Any], where: str, refs: dict[str, Any]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every integer schema in ``schema`` (through ``$ref``, unions, properties, items)."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        yield from _integers(refs.pop(name, {}), where, refs)  # each component once
+        return
+    for key in ("anyOf", "oneOf", "allOf"):
+        for part in schema.get(key, []):
+            yield from _integers(part, where, refs)
+    if schema.get("type") == "integer":
+        yield where, schema
+    for name, part in schema.get("properties", {}).items():
+        yield from _integers(part, f"{where}.{name}", refs)
+    if isinstance(schema.get("items"), dict):
+        yield from _integers(schema["items"], f"{where}[]", refs)
+
+
+def test_every_whole_number_the_api_takes_documents_its_range(tmp_path: Path) -> None:
+    """The fuzzer's coverage phase sends each integer's documented minimum and maximum (and
+    one past each), so a range must be stated — as JSON Schema's ``minimum``/``maximum``,
+    not the ``ge``/``le`` pydantic writes for a bound placed after a validator, which no
+    client reads.  Then the run on PostgreSQL tries each column's edge: ``?after_seq=``
+    documented no range PostgreSQL could hold, and 2**31 answered 500 there unnoticed."""
+    from chatmem.settings import Settings
+    from chatmem.web.app import create_app
+
+    spec = create_app(Settings(state_dir=tmp_path)).openapi()
+    refs = dict(spec["components"]["schemas"])
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            at = f"{method.upper()} {path}"
+            for parameter in operation.get("parameters", []):
+                where = f"{at} {parameter['in']} {parameter['name']}"
+                found += _integers(parameter["schema"], where, refs)
+            for content in operation.get("requestBody", {}).get("content", {}).values():
+                found += _integers(content["schema"], f"{at} body", refs)
+    assert any("after_seq" in where for where, _ in found)  # the walk reaches parameters
+    unbounded = [
+        where
+        for where, schema in found
+        if "minimum" not in schema or "maximum" not in schema or {"ge", "le"} & schema.keys()
+    ]
+    assert not unbounded, unbounded
+    assert all(s["minimum"] >= -(2**63) and s["maximum"] <= 2**63 - 1 for _, s in found)
 
 
 def test_the_fuzzed_server_has_no_way_off_loopback() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -235,12 +235,28 @@ def encode_cursor(conversation: Conversation) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
+#: Far longer than any cursor :func:`encode_cursor` writes (about 110 characters).
+_MAX_CURSOR = 512
+
+
 def decode_cursor(cursor: str) -> tuple[bool, datetime, str]:
+    """The position :func:`encode_cursor` wrote, or InvalidInput.  A cursor is the client's
+    text: only what this server could have written reaches the statement — a NUL or a lone
+    surrogate in the id, or a time that leaves the calendar once in UTC, failed there (500)."""
     try:
+        if len(cursor) > _MAX_CURSOR:
+            raise ValueError("too long")
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         pinned, when, cid = json.loads(raw)
-        return bool(pinned), datetime.fromisoformat(when), str(cid)
-    except (ValueError, TypeError) as exc:
+        if pinned not in (0, 1) or not isinstance(when, str) or not isinstance(cid, str):
+            raise ValueError("not a position")
+        moment = datetime.fromisoformat(when)
+        moment = moment.replace(tzinfo=moment.tzinfo or UTC).astimezone(UTC)
+        if "\x00" in cid:
+            raise ValueError("NUL in the id")
+        cid.encode()  # a lone surrogate: UnicodeEncodeError
+        return bool(pinned), moment, cid
+    except (ValueError, TypeError, OverflowError) as exc:
         raise InvalidInput("cursor: malformed; pass back next_cursor unchanged") from exc
 
 

@@ -21,6 +21,11 @@ from sqlalchemy.types import TypeDecorator
 # wants 64 bits for a table that may hold hundreds of millions of rows.
 RowId = BigInteger().with_variant(Integer(), "sqlite")
 
+#: The largest value of an ``Integer`` column on PostgreSQL (32 bits; SQLite's take 64).  A
+#: value compared with such a column must fit, or PostgreSQL refuses the whole statement
+#: (``NumericValueOutOfRange``): input that reaches one is bounded by this first.
+INTEGER_MAX = 2**31 - 1
+
 
 # The form of every id chatmem issues (:func:`new_id`).  An id from outside (an import file, a
 # request) that is not of this form never names a stored row as it is, nor a file.

@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from chatmem.bounds import MAX_INT
 from chatmem.store.summaries import is_edited
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Folder, Message, Summary
-from chatmem.store.types import iso
+from chatmem.store.types import INTEGER_MAX, iso
 
 
 class Body(BaseModel):
@@ -29,8 +30,22 @@ def _whole_text(value: Any) -> Any:
     return value
 
 
+#: Marks a query or header integer as whole-number text; bounds go *before* it
+#: (``Annotated[int, Field(ge=1, le=500), Whole]``), so /openapi.json states them as JSON
+#: Schema's ``minimum``/``maximum`` — after it, pydantic writes keys no client knows
+#: (``ge``/``le``), and the fuzzer never tries a column's edge.
+Whole = BeforeValidator(_whole_text)
+
 #: A whole-number query parameter, as strict as a body's integers (the fuzzer checks it).
-WholeNumber = Annotated[int, BeforeValidator(_whole_text)]
+WholeNumber = Annotated[int, Whole]
+
+#: A sequence number a client pages or resumes from — a message's place in its conversation
+#: (``?after_seq=``) or an event's in its run (``?after=``, ``Last-Event-ID``).  Both columns
+#: are ``Integer``, 32 bits on PostgreSQL, which refuses a larger value in the statement
+#: itself (a 500): the range is checked here, the same on every backend.
+Seq = Annotated[int, Field(ge=0, le=INTEGER_MAX), Whole]
+#: A row offset: PostgreSQL's OFFSET and SQLite's take 64 bits.
+Offset = Annotated[int, Field(ge=0, le=MAX_INT), Whole]
 
 
 def user_public(user: User) -> dict[str, Any]:

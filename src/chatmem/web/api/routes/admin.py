@@ -24,7 +24,7 @@ from chatmem.store import accounts, admin
 from chatmem.store.spending import all_requests, request_public
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.turns.usage import user_usage_brief
-from chatmem.web.api.schemas import Body, WholeNumber
+from chatmem.web.api.schemas import Body, Whole
 from chatmem.web.deps import AdminUser, DbSession, SettingsDep, authenticated_user_id
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
@@ -211,7 +211,7 @@ def rank_profile(
 def list_actions(
     _: AdminUser,
     session: DbSession,
-    limit: Annotated[WholeNumber, Query(ge=1, le=1000)] = 200,
+    limit: Annotated[int, Field(ge=1, le=1000), Whole] = 200,
 ) -> dict[str, Any]:
     """Everything administrators did, newest first, with who and when."""
     return {"items": [admin.action_public(a) for a in admin.actions(session, limit=limit)]}

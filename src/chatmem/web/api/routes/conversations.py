@@ -6,14 +6,13 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Response
 
-from chatmem.bounds import MAX_INT
 from chatmem.context.values import Mode
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
 from chatmem.store.profiles import profile_visible
 from chatmem.store.quotas import Limits
-from chatmem.web.api.schemas import Body, WholeNumber, conversation_public, evicted_public
+from chatmem.web.api.schemas import Body, Offset, WholeNumber, conversation_public, evicted_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
@@ -56,7 +55,7 @@ def list_conversations(
     session: DbSession,
     limit: WholeNumber = Query(store.DEFAULT_PAGE, ge=1, le=store.MAX_PAGE),
     cursor: str | None = None,
-    offset: WholeNumber | None = Query(None, ge=0, le=MAX_INT),
+    offset: Offset | None = None,
     q: str | None = Query(None, max_length=500),
     folder_id: str | None = None,
 ) -> dict[str, Any]:

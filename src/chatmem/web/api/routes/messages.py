@@ -3,11 +3,11 @@ turn (imports, tests, tools), and excluding / including question–answer pairs 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import Field
 
-from chatmem.bounds import MAX_INT
 from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
 from chatmem.store import messages as store_messages
@@ -17,7 +17,8 @@ from chatmem.store.files import conversation_files
 from chatmem.store.quotas import Limits
 from chatmem.web.api.schemas import (
     Body,
-    WholeNumber,
+    Seq,
+    Whole,
     file_public,
     message_public,
     summary_public,
@@ -49,8 +50,8 @@ def list_messages(
     conversation_id: str,
     user: CurrentUser,
     session: DbSession,
-    after_seq: WholeNumber | None = Query(None, ge=0, le=MAX_INT),
-    limit: WholeNumber | None = Query(None, ge=1, le=10_000),
+    after_seq: Seq | None = None,
+    limit: Annotated[int, Field(ge=1, le=10_000), Whole] | None = None,
     hidden: bool = Query(False),
 ) -> dict[str, Any]:
     """The whole history by default (STORE-2), each message with its status (CTX-14);

@@ -6,10 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 
-from chatmem.bounds import MAX_INT
-from chatmem.errors import InvalidInput, NotFound
+from chatmem.errors import NotFound
 from chatmem.store import runs
 from chatmem.web.api.routes.turns import UserId, short_read, turn_service
+from chatmem.web.api.schemas import Seq
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
 from chatmem.web.sse import EventStreamResponse, follow
 
@@ -41,20 +41,6 @@ async def refuse_tool_call(
 ) -> dict[str, Any]:
     """PROV-6: the call is not made; its result tells the model the user refused it."""
     return await turn_service(request).decide(user_id, run_id, call_id, "refused")
-
-
-def _cursor(value: str | None) -> int:
-    if value is None or value == "":
-        return 0
-    try:
-        cursor = int(value)
-    except ValueError:
-        raise InvalidInput("Last-Event-ID must be an event sequence number") from None
-    if cursor < 0:
-        raise InvalidInput("Last-Event-ID must not be negative")
-    if cursor > MAX_INT:
-        raise InvalidInput("Last-Event-ID is out of range")
-    return cursor
 
 
 async def run_owner(run_id: str, request: Request) -> str:
@@ -101,10 +87,10 @@ async def run_events(
     run_id: str,
     request: Request,
     user_id: Annotated[str, Depends(run_owner)],
-    last_event_id: Annotated[str | None, Header()] = None,
-    after: Annotated[str | None, Query()] = None,
+    last_event_id: Annotated[Seq | None, Header()] = None,
+    after: Annotated[Seq | None, Query()] = None,
 ) -> EventStreamResponse:
     """SSE: replays stored events after ``Last-Event-ID`` (or ``?after=``), then follows live;
     ends after ``done`` or ``error``."""
-    cursor = _cursor(last_event_id if last_event_id is not None else after)
+    cursor = last_event_id if last_event_id is not None else (after or 0)
     return await follow(turn_service(request).watch(user_id, run_id, cursor, owner_checked=True))

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import Field
 
 from chatmem.store import runs
-from chatmem.web.api.schemas import WholeNumber
+from chatmem.web.api.schemas import Whole
 from chatmem.web.deps import AdminUser, DbSession
 
 router = APIRouter(prefix="/api/v1/admin/tool-calls", tags=["admin"])
@@ -23,7 +24,7 @@ router = APIRouter(prefix="/api/v1/admin/tool-calls", tags=["admin"])
 def list_tool_calls(
     _: AdminUser,
     session: DbSession,
-    limit: Annotated[WholeNumber, Query(ge=1, le=500)] = 100,
+    limit: Annotated[int, Field(ge=1, le=500), Whole] = 100,
     before: Annotated[str | None, Query(max_length=64)] = None,
     user_id: Annotated[str | None, Query(max_length=64)] = None,
     server_id: Annotated[str | None, Query(max_length=64)] = None,
