@@ -31,6 +31,12 @@ from chatmem.store.types import is_own_id, new_id
 
 
 @pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Archives in files on every backend (PostgreSQL's default keeps them in the database)."""
+    return settings.model_copy(update={"archive_storage": "file"})
+
+
+@pytest.fixture
 def outside() -> Iterator[Path]:
     """A short folder outside the state directory (ids of ≤ 32 characters could reach it)."""
     folder = Path(tempfile.mkdtemp(prefix="cm", dir="/tmp"))
