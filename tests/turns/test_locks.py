@@ -112,9 +112,10 @@ def test_auto_picks_the_best_ranked_model_the_user_may_use_now_USE_4(
     basic = _shared_profile(turn_client, admin, model_server, "basic", free=True)
     _shared_profile(turn_client, admin, model_server, "unranked")
     chat.set(profile_id="auto")
-    refused = chat.submit("No ranks yet")
-    assert refused.status_code == 422 or refused.status_code == 400
-    assert refused.json()["error"]["code"] == "invalid_input"
+    # No ranks yet: Auto picks among the user's own profiles.
+    model_server.reply("From the user's own.", usage=(10, 10))
+    own = chat.turn("No ranks yet")
+    assert own["answered_by"] == chat.profile_id and own["answered_reason"] == "auto"
     _rank(turn_client, admin, basic, 2)
     _rank(turn_client, admin, premium, 1)
     plan = turn_client.get(

@@ -77,6 +77,7 @@ EDITABLE = (
     "instructions_role",
     "recall",
     "image_tokens",
+    "auto_rank",  # USE-4: Auto's order among the user's own profiles (or an admin's, shared)
 )
 
 #: CTX-22: the numeric memory knobs and the ranges a profile may set (inclusive).  The answer
@@ -133,7 +134,7 @@ def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
     visible to the conversation's owner."""
     profile_id = conversation.profile_id
     if profile_id == store.AUTO_PROFILE:
-        profile_id = store.auto_planning_profile(session)  # USE-4
+        profile_id = store.auto_planning_profile(session, conversation.user_id)  # USE-4
     if profile_id is None:
         return Profile()
     record = store.visible_profile(session, conversation.user_id, profile_id)

@@ -18,11 +18,12 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, or_, select
+from sqlalchemy import Connection, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from chatmem.store.db import connection_of
 from chatmem.store.tables.profiles import ModelProfile
+from chatmem.store.tables.runs import UsageRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +142,40 @@ def ranked_profiles(session: Session | Connection) -> list[ProfileRecord]:
     return [ProfileRecord(*row) for row in rows]
 
 
-def auto_planning_profile(session: Session | Connection) -> str | None:
+def own_auto_profiles(session: Session | Connection, user_id: str) -> list[ProfileRecord]:
+    """USE-4: the user's own profiles "Auto" picks from where an administrator ranked no
+    shared one, best first: those the user ranked (``auto_rank`` ascending), then the rest,
+    the one used last first (the newest ledger row; never used: the newest profile)."""
+    last_used = (
+        select(func.max(UsageRow.num))
+        .where(UsageRow.profile_id == ModelProfile.id, UsageRow.user_id == user_id)
+        .correlate(ModelProfile)
+        .scalar_subquery()
+    )
+    rows = connection_of(session).execute(
+        select(*PROFILE_COLUMNS)
+        .where(ModelProfile.user_id == user_id, ModelProfile.shared.is_(False))
+        .order_by(
+            ModelProfile.auto_rank.is_(None),
+            ModelProfile.auto_rank,
+            last_used.is_(None),
+            last_used.desc(),
+            ModelProfile.created_at.desc(),
+            ModelProfile.id,
+        )
+    )
+    return [ProfileRecord(*row) for row in rows]
+
+
+def auto_candidates(session: Session | Connection, user_id: str) -> list[ProfileRecord]:
+    """USE-4: the profiles "Auto" may pick for this user, best first: the shared profiles an
+    administrator ranked, else the user's own (:func:`own_auto_profiles`)."""
+    return ranked_profiles(session) or own_auto_profiles(session, user_id)
+
+
+def auto_planning_profile(session: Session | Connection, user_id: str) -> str | None:
     """The profile an "Auto" conversation is planned with where the user's usage plays no
-    part (the memory window, the history's statuses): the best-ranked one.  A turn asks
+    part (the history's statuses): the best candidate.  A turn and the memory window ask
     ``turns.usage.resolve_auto_profile``, which also weighs the user's usage."""
-    ranked = ranked_profiles(session)
+    ranked = auto_candidates(session, user_id)
     return ranked[0].id if ranked else None

@@ -25,6 +25,7 @@ from chatmem.context.recall import recall_enabled, with_recall
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import Mode
 from chatmem.errors import NotFound
+from chatmem.settings import Settings
 from chatmem.store.db import connection_of
 from chatmem.store.engine import load_engine_conversation, plan_version
 from chatmem.store.profiles import visible_profile
@@ -35,6 +36,7 @@ from chatmem.turns.inputs import (
     factor_of,
     resolve_target,
 )
+from chatmem.turns.usage import Answerer, planned_answerer
 
 
 class ContextCache:
@@ -95,17 +97,28 @@ def plan_for(
     draft: str | None,
     tools: Sequence[Mapping[str, Any]] = (),
     calibrations: Calibrations | None = None,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
+    """The plan of the next request, on the profile that will answer it: the fallback while
+    the chat's own model is locked, Auto's pick (USE-3, USE-4; with ``settings``), which the
+    plan names in ``answered_by`` (absent when the chat's own model answers)."""
     connection = connection_of(session)
     row = plan_version(connection, conversation_id)
     if row is None or row.user_id != user_id or row.archived_at is not None:
         raise NotFound("conversation")
-    key = (*row.key, tuple(t.get("function", {}).get("name", "") for t in tools))
+    answerer = (
+        planned_answerer(connection, user_id, row.profile_id, settings)
+        if settings is not None
+        else Answerer(row.profile_id)
+    )
+    answered = {"answered_by": answerer.public()} if answerer.reason else {}
+    names = tuple(t.get("function", {}).get("name", "") for t in tools)
+    key = (*row.key, answerer.profile_id, names)
     # The profile view and the calibrated tokenizer change only with the key's profile and
     # ledger parts: resolved once per key, not per keystroke.
     resolved = cache.get_target(conversation_id, key)
     if resolved is None:
-        target = resolve_target(connection, user_id, row.profile_id)
+        target = resolve_target(connection, user_id, answerer.profile_id)
         resolved = (target, calibrated_tokenizer(connection, target, calibrations))
         cache.put_target(conversation_id, key, resolved)
     target, tokenizer = resolved
@@ -150,8 +163,8 @@ def plan_for(
             if memo_key is by_count:
                 messages = list(cached["messages"])
                 messages[-1] = {"role": "user", "content": draft_text}
-                return {**cached, "messages": messages}
-            return cached
+                return {**cached, "messages": messages, **answered}
+            return {**cached, **answered}
     plan = engine.plan(
         conversation,
         profile,
@@ -170,7 +183,7 @@ def plan_for(
     cache.put_plan(
         conversation_id, by_count if by_count is not None and substitutable else exact, result
     )
-    return result
+    return {**result, **answered}
 
 
 def profile_plan_for(

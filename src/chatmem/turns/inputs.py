@@ -119,7 +119,7 @@ def resolve_target(
     ``read``: the profile when already read (:func:`load_inputs`)."""
     if profile_id == AUTO_PROFILE:
         # USE-4: planned with Auto's best-ranked pick; a turn passes its own resolution.
-        profile_id, read = auto_planning_profile(session), None
+        profile_id, read = auto_planning_profile(session, user_id), None
     if profile_id is None:
         return ModelTarget(None, None, None, Profile())
     if read is not None:

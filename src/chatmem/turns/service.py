@@ -452,6 +452,16 @@ class TurnService:
         )
         return (answerer.profile_id if answerer.reason else None), answerer.public()
 
+    def _planned(
+        self, connection: Any, conversation: StepConversation
+    ) -> tuple[str | None, dict[str, Any]]:
+        """:meth:`_answerer` for what runs besides a turn ("Compress now" and its price): the
+        profile that would answer now, never a refusal (USE-3, CTX-11)."""
+        answerer = usage.planned_answerer(
+            connection, conversation.user_id, conversation.profile_id, self.settings
+        )
+        return (answerer.profile_id if answerer.reason else None), answerer.public()
+
     def _admit_turn(
         self,
         session: Any,
@@ -684,8 +694,10 @@ def _compaction_plan(
     secrets: Any = None,
     materialize: bool = False,
     calibrations: Calibrations | None = None,
+    choose: Any = None,
 ) -> tuple[TurnInputs, Any]:
-    """CTX-11: what "Compress now" would fold (the engine's manual fold), and the inputs."""
+    """CTX-11: what "Compress now" would fold (the engine's manual fold), and the inputs;
+    ``choose``: the profile that folds and prices it (:meth:`TurnService._planned`)."""
     from chatmem import context as engine
 
     inputs = load_inputs(
@@ -696,6 +708,7 @@ def _compaction_plan(
         secrets=secrets,
         materialize=materialize,
         calibrations=calibrations,
+        choose=choose,
     )
     if inputs.profile.stateless:
         return inputs, None  # CTX-7: nothing is remembered, so nothing is compressed
@@ -714,7 +727,14 @@ async def compaction_price(
     service: TurnService, user_id: str, conversation_id: str, focus: str | None
 ) -> dict[str, Any]:
     _, request = await service._read(
-        _compaction_plan, user_id, conversation_id, focus, None, False, service.calibrations
+        _compaction_plan,
+        user_id,
+        conversation_id,
+        focus,
+        None,
+        False,
+        service.calibrations,
+        service._planned,
     )
     if request is None:
         return {
@@ -749,6 +769,7 @@ async def compact_now(
             service.secrets,
             True,
             service.calibrations,
+            service._planned,
         )
         if request is None:
             raise NothingToCompress()

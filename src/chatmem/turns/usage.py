@@ -18,8 +18,9 @@ nothing was spent in it).
 the included usage is used up: then the configured fallback answers instead (USE-3) and the
 run records it (``answered_by``, reason ``credits_exhausted``); a free profile may still
 answer when no fallback is configured, a paid one is refused with ``insufficient_credits``.
-"Auto" (USE-4) picks the best shared profile the user may use now: the lowest ``auto_rank``
-an administrator set, or the fallback while the included usage is used up.
+"Auto" (USE-4) picks the best profile the user may use now: the shared one with the lowest
+``auto_rank`` an administrator set, else the user's own (their ranking, else the one used
+last), or the fallback while the included usage is used up.
 
 Every function takes ``now`` (UTC) for tests; callers in the app pass nothing.
 """
@@ -34,14 +35,14 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
-from chatmem.errors import InsufficientCredits, InvalidInput
+from chatmem.errors import Forbidden, InsufficientCredits, InvalidInput
 from chatmem.settings import Settings
 from chatmem.store import runs, spending
 from chatmem.store.db import connection_of
 from chatmem.store.profiles import (
     AUTO_PROFILE,
     ProfileRecord,
-    ranked_profiles,
+    auto_candidates,
     visible_profile,
 )
 from chatmem.store.tables.accounts import User
@@ -287,6 +288,10 @@ def check_can_spend(session: Session, user_id: str, settings: Settings, amount: 
 
 
 def request_extension(session: Session, user_id: str, settings: Settings) -> dict[str, Any]:
+    """USE-3: notifies the administrators; refused (``forbidden``) where extension requests
+    are switched off, so no request waits in the admin page for nobody to act on."""
+    if not settings.usage_extension_requests:
+        raise Forbidden("Extension requests are switched off on this server.")
     reason = exhausted_by(session, user_id, settings) or ""
     since = utcnow() - EXTENSION_REPEAT_WINDOW
     recent = runs.last_extension_request(session, user_id, since)
@@ -341,12 +346,13 @@ def resolve_auto_profile(
     now: datetime | None = None,
 ) -> Answerer:
     """USE-4: the best profile this user may use now for "Auto" — the shared profile with the
-    lowest ``auto_rank`` (an administrator's setting); while the user's included usage is
-    used up, the fallback (or else the best-ranked free profile).  Raises
-    :class:`InvalidInput` when there is none.  The reason of the answer is ``auto``, or
-    ``credits_exhausted`` when the usage made the choice."""
+    lowest ``auto_rank`` (an administrator's setting), or where none is ranked the user's own
+    best (their ranking, else the one used last); while the user's included usage is used
+    up, the fallback (or else the best free candidate).  Raises :class:`InvalidInput` when
+    there is none.  The reason of the answer is ``auto``, or ``credits_exhausted`` when the
+    usage made the choice."""
     exhausted = exhausted_by(session, user_id, settings, now) is not None
-    ranked = ranked_profiles(session)
+    ranked = auto_candidates(session, user_id)
     if exhausted:
         fallback = settings.usage_fallback_profile_id
         record = visible_profile(session, user_id, fallback) if fallback else None
@@ -359,7 +365,8 @@ def resolve_auto_profile(
         return Answerer(record.id, "credits_exhausted", record.name)
     if not ranked:
         raise InvalidInput(
-            "Auto has no model to choose from: an administrator ranks shared profiles for Auto."
+            "Auto has no model to choose from: add a model profile on the Models page."
+            " Administrators may also rank shared profiles for Auto."
         )
     return Answerer(ranked[0].id, "auto", ranked[0].name)
 
@@ -403,3 +410,15 @@ def answering_profile(
     raise InsufficientCredits(
         "Credits exhausted: this model is locked until the included usage resets."
     )
+
+
+def planned_answerer(
+    session: Session | Connection, user_id: str, chosen: str | None, settings: Settings
+) -> Answerer:
+    """Who answers the next turn, for what is shown before it is sent (the memory window, the
+    counter, the prices: CTX-17, CTX-18, CTX-11): :func:`answering_profile`, except that a
+    turn it would refuse is planned on the chat's own choice (the refusal comes on sending)."""
+    try:
+        return answering_profile(session, user_id, chosen, settings)
+    except (InvalidInput, InsufficientCredits):
+        return Answerer(chosen)

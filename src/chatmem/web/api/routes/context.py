@@ -73,6 +73,7 @@ async def _context(
         draft,
         turns.known_tools,
         turns.calibrations,
+        request.app.state.settings,
     )
     return Response(plan_bytes(body), media_type="application/json")
 

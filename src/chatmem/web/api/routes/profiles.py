@@ -46,6 +46,7 @@ Text = Annotated[str, Field(min_length=1, max_length=200)]
 Url = Annotated[str, Field(min_length=1, max_length=2048)]
 Key = Annotated[str, Field(max_length=4096)]
 Reserve = Annotated[int, Field(ge=0, le=CONTEXT_WINDOW_MAX // 2)]
+AutoRank = Annotated[int, Field(ge=1, le=1000)]  # as the admin console's (USE-4)
 
 
 def _range(name: str) -> Any:
@@ -102,6 +103,8 @@ class ProfileCreate(MemoryKnobs):
     shared: bool = False
     #: Issue 17: the recall tool; null: on in the economy and full modes.
     recall: bool | None = None
+    #: USE-4: this profile's place in Auto's order (1 first); null: not ranked.
+    auto_rank: AutoRank | None = None
 
 
 class ProfileUpdate(MemoryKnobs):
@@ -123,6 +126,9 @@ class ProfileUpdate(MemoryKnobs):
     shared: bool | None = None
     #: Issue 17: true / false, or null for the memory mode's default.
     recall: bool | None = None
+    #: USE-4: this profile's place in Auto's order (1 first); null: not ranked (the user's
+    #: own unranked profiles follow, the one used last first).
+    auto_rank: AutoRank | None = None
 
 
 # Fields where an explicit null means "clear"; for the others null means "unchanged".
@@ -133,6 +139,7 @@ _NULLABLE = {
     "summarizer_profile_id",
     "answer_reserve",
     "recall",
+    "auto_rank",
     *repo.KNOBS,
 }
 
