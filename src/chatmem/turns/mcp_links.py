@@ -9,7 +9,8 @@ own for the calls — so no cancel scope is ever entered in one task and left in
 
     connect and list the tools (deadline: the connect timeout)
       → serve calls; list the tools again every ``refresh`` seconds, or at once after a
-        call failed in a way that may mean the server is gone
+        call failed in a way that may mean the server is gone, or when the server says its
+        list changed (``notifications/tools/list_changed``)
       → any failure: record it, fail what waits, back off (1 s doubling to a minute),
         connect again.
 
@@ -22,7 +23,9 @@ caller that goes away (Stop) cancels just that call's scope inside the link and 
 once: nothing a tool server does can hold a turn.
 
 Health.  Each link keeps its state, its last error (with the time), its last success and the
-number of tools it lists, for the administrators (``GET /api/v1/mcp-servers``).  The log
+number of tools it lists, for the administrators (``GET /api/v1/mcp-servers``).  Every
+listing is also handed to ``on_listed`` (the turn service keeps it with the server's record:
+plans count the tools before any turn, seed 003).  The log
 names a server only when it fails (once per distinct reason) and when it recovers; a healthy
 server is never mentioned.
 """
@@ -40,9 +43,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import ToolListChangedNotification
 
 from chatmem.models.ssrf import EndpointPolicy
 from chatmem.store.types import iso, utcnow
@@ -144,6 +149,8 @@ def describe(exc: BaseException) -> str:
 
 
 HttpFactory = Callable[[EndpointPolicy, Any], Any]
+#: Told each list a server gives: (the server's id, its tools as the SDK lists them).
+OnListed = Callable[[str, tuple[Any, ...]], None]
 
 
 class ServerLink:
@@ -156,6 +163,7 @@ class ServerLink:
         *,
         refresh: float = 60.0,
         http_factory: HttpFactory = _pinned_http_client,
+        on_listed: OnListed | None = None,
     ) -> None:
         #: Replaced in place when only the policy changes (allow-list, ask first, call timeout).
         self.config = config
@@ -167,6 +175,7 @@ class ServerLink:
         self._policy = policy
         self._refresh = refresh
         self._http_factory = http_factory
+        self._on_listed = on_listed
         self._send, self._receive = anyio.create_memory_object_stream[_Call](max_buffer_size=1024)
         self._probe = asyncio.Event()
         self._scope = anyio.CancelScope()
@@ -267,7 +276,9 @@ class ServerLink:
             async with (
                 http,
                 Client(
-                    streamable_http_client(config.url, http_client=http), mode="legacy"
+                    streamable_http_client(config.url, http_client=http),
+                    mode="legacy",
+                    message_handler=self._notified,
                 ) as client,
             ):
                 self._listed(await _list_tools(client))
@@ -280,6 +291,12 @@ class ServerLink:
                     calls.cancel_scope.cancel()  # closing: the lister ends too
         if limit.cancelled_caught:
             raise TimeoutError(f"no answer within {config.connect_timeout:g} s (connect timeout)")
+
+    async def _notified(self, message: Any) -> None:
+        """The server's notifications: a changed tool list is listed again at once."""
+        if isinstance(message, ToolListChangedNotification):
+            self._probe.set()
+        await anyio.lowlevel.checkpoint()
 
     async def _saw_response(self, response: Any) -> None:
         if response.status_code >= 400:
@@ -332,6 +349,11 @@ class ServerLink:
         self.health.last_success_at = utcnow()
         self._logged = None
         self.settled.set()
+        if self._on_listed is not None:
+            try:
+                self._on_listed(self.config.id, self.tools)
+            except Exception:  # keeping the list is a courtesy: the session goes on
+                log.exception("MCP server %s: keeping its tool list failed", self.config.name)
         if recovered:
             log.info(
                 "MCP server %s is reachable again (%d tools)", self.config.name, len(self.tools)
@@ -370,6 +392,7 @@ class McpPool:
     refresh: float = 60.0
     first_wait: float = 0.2
     http_factory: HttpFactory = _pinned_http_client
+    on_listed: OnListed | None = None
     _links: dict[str, ServerLink] = field(default_factory=dict)
     _closing: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -388,7 +411,11 @@ class McpPool:
                 link = None
             if link is None:
                 link = ServerLink(
-                    config, self.policy, refresh=self.refresh, http_factory=self.http_factory
+                    config,
+                    self.policy,
+                    refresh=self.refresh,
+                    http_factory=self.http_factory,
+                    on_listed=self.on_listed,
                 )
                 link.start()
                 self._links[config.id] = link

@@ -47,9 +47,10 @@ from chatmem.turns.dbwork import first_work, read, work
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import Calibrations, TurnInputs, load_inputs
 from chatmem.turns.journal import EventJournal, EventWrites, stored_events
+from chatmem.turns.known_tools import KnownTools
 from chatmem.turns.mcp_links import McpPool
 from chatmem.turns.runner import TurnJob, TurnRunner
-from chatmem.turns.tools import McpServerConfig, ToolBox, load_mcp_servers
+from chatmem.turns.tools import McpServerConfig, ToolBox, load_mcp_servers, read_mcp_servers
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -131,14 +132,15 @@ class TurnService:
         self.context_cache = ContextCache()
         #: CTX-2: every profile's calibration factor, for turns and the context endpoint.
         self.calibrations = Calibrations()
-        #: The tool schemas offered in the last turn, for the context endpoint's Tools row
-        #: (listing MCP tools on every keystroke would be far too slow).
-        self.known_tools: list[dict[str, Any]] = []
+        #: Seed 003: the tools a turn would offer by each server's last known list, for the
+        #: context endpoint's Tools row from the start (kept with the servers' records).
+        self.known = KnownTools(db)
         #: PROV-3: one long-lived session per enabled MCP server, for the app's life.
         self.mcp = McpPool(
             self.policy,
             refresh=settings.mcp_refresh_interval,
             first_wait=settings.mcp_first_wait,
+            on_listed=self.known.listed,
         )
         self._mcp_sync: asyncio.Task[None] | None = None
         self.approvals = Approvals()
@@ -198,6 +200,7 @@ class TurnService:
         await self.coordinator.close()
         await self.clients.aclose()
         await self.mcp.aclose()
+        await self.known.aclose()
 
     async def _db(
         self, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -252,15 +255,14 @@ class TurnService:
                 log.exception("turn heartbeat failed")
 
     async def _default_toolbox(self, servers: list[McpServerConfig] | None = None) -> ToolBox:
-        enabled = (
-            servers
-            if servers is not None
-            else await self._read(load_mcp_servers, self.settings, self.secrets)
-        )
+        if servers is None:
+            enabled, stored = await self._read(read_mcp_servers, self.settings, self.secrets)
+            self.known.servers(enabled, stored)
+        else:
+            enabled = servers
+            self.known.servers(enabled)
         # PROV-3: the cached tools of the servers ready now; a hung one costs nothing here.
-        box = await self.mcp.toolbox(enabled)
-        self.known_tools = [dict(schema) for schema in box.schemas]
-        return box
+        return await self.mcp.toolbox(enabled)
 
     def sync_mcp_servers(self) -> None:
         """Reads the enabled MCP servers and brings the links in line, in the background
@@ -268,12 +270,14 @@ class TurnService:
 
         async def sync() -> None:
             try:
-                servers = await self._read(load_mcp_servers, self.settings, self.secrets)
+                servers, stored = await self._read(read_mcp_servers, self.settings, self.secrets)
+                self.known.servers(servers, stored)
                 self.mcp.sync(servers)
             except Exception:  # the next turn syncs again
                 log.exception("reading the MCP servers failed")
 
         self._mcp_sync = asyncio.ensure_future(sync())
+        self.known.reading(self._mcp_sync)
 
     # -- locks ------------------------------------------------------------------------------
     async def _take_lock(self, user_id: str, conversation_id: str, *, for_turn: bool) -> str:

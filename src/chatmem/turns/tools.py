@@ -63,6 +63,73 @@ class McpServerConfig:
 
 
 @dataclass(frozen=True)
+class KnownTool:
+    """One tool as its server lists it: what the model is sent of it (seed 003: stored with
+    the server's record, so plans count it before a session lists it again)."""
+
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, tool: Any) -> KnownTool:
+        """From the SDK's ``Tool`` (or anything with its three attributes)."""
+        schema = getattr(tool, "input_schema", None)
+        return cls(str(tool.name), getattr(tool, "description", None) or "", schema or None)
+
+    @classmethod
+    def parse(cls, value: Any) -> KnownTool | None:
+        """From its stored JSON; None for a value that is not one (never an error)."""
+        if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
+            return None
+        description = value.get("description")
+        schema = value.get("input_schema")
+        return cls(
+            value["name"],
+            description if isinstance(description, str) else "",
+            schema if isinstance(schema, Mapping) and schema else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": dict(self.input_schema) if self.input_schema else None,
+        }
+
+
+def offered(
+    servers: Sequence[tuple[McpServerConfig, Sequence[Any]]],
+) -> tuple[list[dict[str, Any]], dict[str, ToolRoute]]:
+    """The OpenAI function schemas of these servers' tools (each server's allow-list applied,
+    a name taken by an earlier server prefixed with the server's name), and where each leads.
+    A turn's toolbox and the plans before any turn both use it: they count the same thing."""
+    routes: dict[str, ToolRoute] = {}
+    schemas: list[dict[str, Any]] = []
+    for config, tools in servers:
+        for tool in tools:
+            if not config.offers(tool.name):
+                continue
+            name = _NAME_OK.sub("_", tool.name)[:64]
+            if name in routes:
+                name = _NAME_OK.sub("_", f"{config.name}_{tool.name}")[:64]
+            routes[name] = ToolRoute(
+                config.id, config.name, tool.name, tool.name in config.ask_first_tools
+            )
+            schemas.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "description": tool.description or "",
+                        "parameters": tool.input_schema or {"type": "object", "properties": {}},
+                    },
+                }
+            )
+    return schemas, routes
+
+
+@dataclass(frozen=True)
 class ToolOutcome:
     text: str
     is_error: bool = False
@@ -163,29 +230,7 @@ class McpToolBox(ToolBox):
 
     def __init__(self, links: Sequence[ServerLink]) -> None:
         self._links = {link.config.id: link for link in links}
-        self._routes: dict[str, ToolRoute] = {}
-        self.schemas: list[dict[str, Any]] = []
-        for link in links:
-            config = link.config
-            for tool in link.tools:
-                if not config.offers(tool.name):
-                    continue
-                offered = _NAME_OK.sub("_", tool.name)[:64]
-                if offered in self._routes:
-                    offered = _NAME_OK.sub("_", f"{config.name}_{tool.name}")[:64]
-                self._routes[offered] = ToolRoute(
-                    config.id, config.name, tool.name, tool.name in config.ask_first_tools
-                )
-                self.schemas.append(
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": offered,
-                            "description": tool.description or "",
-                            "parameters": tool.input_schema or {"type": "object", "properties": {}},
-                        },
-                    }
-                )
+        self.schemas, self._routes = offered([(link.config, link.tools) for link in links])
 
     def route(self, name: str) -> ToolRoute | None:
         return self._routes.get(name)
@@ -239,10 +284,18 @@ class McpToolBox(ToolBox):
 
 def load_mcp_servers(session: Any, settings: Any, secrets: Any) -> list[McpServerConfig]:
     """The enabled MCP servers with decrypted headers (the profiles room's repository)."""
+    return read_mcp_servers(session, settings, secrets)[0]
+
+
+def read_mcp_servers(
+    session: Any, settings: Any, secrets: Any
+) -> tuple[list[McpServerConfig], list[tuple[str, Any]]]:
+    """:func:`load_mcp_servers`, and each enabled server's stored tool list (its JSON)."""
     from chatmem.models import mcp_servers
 
     configs: list[McpServerConfig] = []
-    for row in mcp_servers.enabled_rows(session):
+    rows = mcp_servers.enabled_rows(session)
+    for row in rows:
         try:
             conn = mcp_servers.connection(row, secrets)
         except Exception:
@@ -261,4 +314,4 @@ def load_mcp_servers(session: Any, settings: Any, secrets: Any) -> list[McpServe
                 ask_first_tools=frozenset(row.ask_first_tools or ()),
             )
         )
-    return configs
+    return configs, [(row.id, row.known_tools) for row in rows]

@@ -84,4 +84,8 @@ class McpServer(Base):
     #: PROV-6: the tool names offered (NULL: all), and those the user approves first.
     allowed_tools: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     ask_first_tools: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    #: Seed 003: the tools the server last listed (name, description, input schema each),
+    #: so every plan counts them from the start, and when it was last listed (NULL: never).
+    known_tools: Mapped[list[dict[str, object]] | None] = mapped_column(JSON, nullable=True)
+    tools_listed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -71,7 +71,7 @@ async def _context(
         user_id,
         conversation_id,
         draft,
-        turns.known_tools,
+        await turns.known.ready_schemas(),
         turns.calibrations,
         request.app.state.settings,
     )
@@ -111,6 +111,6 @@ async def _profile_context(
         profile_id,
         draft,
         mode,
-        turns.known_tools,
+        await turns.known.ready_schemas(),
         turns.calibrations,
     )
