@@ -129,10 +129,10 @@
     return box;
   }
 
-  function setText(node, box, text) {
+  function setText(node, box, text, live) {
     sources.set(box, text);
     node.querySelector(".raw-toggle").hidden = !text;
-    window.chatmem.markdown.update(box, text);
+    window.chatmem.markdown.update(box, text, live);
     const rawBox = node.querySelector(".content > .raw-text");
     if (rawBox && !rawBox.hidden) rawBox.textContent = text;
   }
@@ -147,23 +147,37 @@
     return box;
   }
 
-  /* The text of a live answer: deltas gather and are rendered once per frame. */
+  /* The text of a live answer: deltas gather and are rendered in an animation frame, at most
+     once per frame and never sooner than twice the last render took (the page stays free at
+     least two thirds of the time, whatever the answer costs); `flush` renders it complete. */
   function liveText(node) {
     const box = formattedBox(node);
     let text = "";
+    let timer = 0;
     let frame = 0;
-    const flush = () => {
-      if (frame) { cancelAnimationFrame(frame); frame = 0; }
+    let wait = 0;
+    const render = (live) => {
       const stick = nearEnd();
-      setText(node, box, text);
+      const started = performance.now();
+      setText(node, box, text, live);
+      wait = Math.min(1000, 2 * (performance.now() - started));
       if (stick) scrollToEnd();
     };
     return {
       append(more) {
         text += more;
-        if (!frame) frame = requestAnimationFrame(() => { frame = 0; flush(); });
+        if (timer || frame) return;
+        timer = setTimeout(() => {
+          timer = 0;
+          frame = requestAnimationFrame(() => { frame = 0; render(true); });
+        }, wait);
       },
-      flush,
+      flush() {
+        clearTimeout(timer);
+        cancelAnimationFrame(frame);
+        timer = frame = 0;
+        render(false);
+      },
     };
   }
 
@@ -191,7 +205,7 @@
     if (m.role === "tool") {
       content.append(toolResultBox(m.content, m.name || state.toolNames.get(m.tool_call_id)));
     } else if (m.role === "assistant") {
-      if (m.content) setText(node, formattedBox(node), m.content);
+      if (m.content) setText(node, formattedBox(node), m.content, false);
       if (m.reasoning) reasoningBox(node, m.reasoning, false);
       for (const call of m.tool_calls || []) content.append(toolCallBox(call));
     } else {
