@@ -7,7 +7,6 @@
   window.SwaggerUIBundle({
     url: root.dataset.openapiUrl,
     domNode: root,
-    layout: "BaseLayout",
     deepLinking: true,
     showExtensions: true,
     showCommonExtensions: true,
