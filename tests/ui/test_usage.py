@@ -106,3 +106,53 @@ def test_use4_a_chat_on_a_locked_model_shows_the_fallback_and_each_lock_says_why
             api.get(f"/api/v1/conversations/{c['id']}").json()["profile_id"]
             == (profiles["Premium"]["id"])
         )
+
+
+def test_seed004_auto_is_locked_and_the_note_links_to_the_usage_page(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
+    with server.api("alice") as api:
+        if not api.get("/api/v1/usage").json()["exhausted"]:
+            _spend(server, model)
+    alice.reload()
+    auto = alice.locator("#model-select option[value=auto]")
+    expect(auto).to_be_disabled()
+    expect(auto).to_have_text(re.compile(r"^🔒 "))
+    expect(auto).to_have_attribute("title", re.compile(r"^Credits exhausted"))
+    note = alice.get_by_role("link", name="Credits exhausted: you can only use Base")
+    expect(note).to_have_attribute("href", "/usage")
+    note.click()
+    alice.wait_for_url(server.url + "/usage")
+
+
+def test_seed004_under_a_lock_the_window_prices_and_names_the_fallback(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
+    with server.api("alice") as api:
+        if not api.get("/api/v1/usage").json()["exhausted"]:
+            _spend(server, model)
+        profiles = {p["name"]: p for p in api.get("/api/v1/profiles").json()["items"]}
+        c = make_conversation(api, profiles["Premium"]["id"], title="Priced by the fallback")
+    alice.goto(server.url + "/c/" + c["id"])
+    expect(alice.locator("#chat-title")).to_have_text("Priced by the fallback")
+    alice.get_by_role("textbox", name="Message").fill("How much will this cost?")
+    expect(alice.locator("#counter-text")).to_have_text(re.compile(r"^Free · "))
+    alice.locator("#counter").click()
+    dialog = alice.get_by_role("dialog")
+    expect(dialog.locator("#mw-answered")).to_have_text("Answered by Base: credits exhausted")
+    expect(dialog.locator("#mw-price")).to_have_text("Next request: free")
+
+
+def test_seed004_the_models_page_sets_a_place_in_autos_order(alice: Any, server: Server) -> None:
+    alice.goto(server.url + "/profiles")
+    row = alice.locator("#profile-list li", has_text="Premium")
+    row.get_by_role("button", name="Edit").click()
+    alice.get_by_label("Place in Auto's order").fill("2")
+    alice.get_by_role("button", name="Save").click()
+    expect(row).to_contain_text("Auto: 2")
+    with server.api("alice") as api:
+        premium = next(
+            p for p in api.get("/api/v1/profiles").json()["items"] if p["name"] == "Premium"
+        )
+        assert premium["auto_rank"] == 2
+        api.patch(f"/api/v1/profiles/{premium['id']}", json={"auto_rank": None})

@@ -45,8 +45,9 @@
     for (const p of state.profiles) {
       modelSelect.append(el("option", { value: p.id, text: p.name + (p.model && p.model !== p.name ? " · " + p.model : "") }));
     }
-    // USE-4: "Auto" (the best model allowed now) once an administrator has ranked models for it.
-    if (state.profiles.some((p) => p.shared && p.auto_rank != null)) {
+    // USE-4: "Auto" (the best model allowed now) once it has a model to pick: a shared one an
+    // administrator ranked, or one of the user's own (the profiles not shared are theirs).
+    if (state.profiles.some((p) => !p.shared || p.auto_rank != null)) {
       modelSelect.append(el("option", { value: "auto", text: t("Auto (best model available)") }));
     }
     document.dispatchEvent(new CustomEvent("chatmem:profiles", { detail: state.profiles }));

@@ -96,6 +96,14 @@
     return text;
   }
 
+  /* The same words as the feed's note on an answer (feed.js). */
+  function answeredText(answered) {
+    const name = answered.name || "";
+    if (answered.reason === "credits_exhausted") return t("Answered by {name}: credits exhausted", { name });
+    if (answered.reason === "auto") return t("Answered by {name} (Auto)", { name });
+    return answered.note || "";
+  }
+
   function renderWindow(plan) {
     const tokens = plan.tokens;
     document.getElementById("mw-used").textContent = tn("Used ≈ {used} of {n} token", "Used ≈ {used} of {n} tokens", tokens.window, { used: tokens.used });
@@ -104,6 +112,12 @@
     for (const row of dialog.querySelectorAll("#mw-breakdown tr[data-key]")) {
       row.querySelector("td").textContent = fmtInt(tokens[row.dataset.key] || 0);
     }
+    // USE-3/USE-4: the plan is priced on the model that will answer; say which when it is
+    // not the chat's own (the fallback under a lock, Auto's pick).
+    const answered = plan.answered_by;
+    const answeredLine = document.getElementById("mw-answered");
+    answeredLine.hidden = !(answered && answered.reason);
+    answeredLine.textContent = answered ? answeredText(answered) : "";
     const price = plan.price || {};
     const priceLine = document.getElementById("mw-price");
     priceLine.textContent = price.free ? t("Next request: free") : t("Next request ≈ {price} + answer", { price: fmtPrice(price.next_request, price.currency) });

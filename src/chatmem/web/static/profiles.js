@@ -22,6 +22,7 @@
     window_chars: "pf-window-chars",
     instructions_role: "pf-instructions-role",
     image_tokens: "pf-image-tokens", // PROJ-2: empty follows the provider's formula
+    auto_rank: "pf-auto-rank", // USE-4: the place in Auto's order; empty: not ranked
   };
   let shown = {};
 
@@ -49,7 +50,7 @@
       const editable = p.editable !== false;
       list.append(el("li", { "data-id": p.id }, [
         el("span", { class: "profile-name", text: p.name }),
-        el("span", { class: "muted small", text: [p.model, t("{tokens} tokens", { tokens: fmtTokens(p.context_window) })].concat(p.stateless ? [t("stateless")] : [], isFree(p) ? [t("free")] : []).join(" · ") }),
+        el("span", { class: "muted small", text: [p.model, t("{tokens} tokens", { tokens: fmtTokens(p.context_window) })].concat(p.stateless ? [t("stateless")] : [], isFree(p) ? [t("free")] : [], p.auto_rank != null ? [t("Auto: {n}", { n: p.auto_rank })] : []).join(" · ") }),
         el("span", { class: "badge key-state", text: editable ? (p.has_api_key ? t("Key set") : t("No key")) : t("Shared") }),
         el("span", { class: "spacer" }),
         testButton,

@@ -1,7 +1,8 @@
 /* Usage and limits (USE-2, USE-3): the ring next to the model selector fills to the higher of
    the session and weekly use and turns red when the included usage is used up; then the
    selector names the fallback model and locks the others, and a warning above the input names
-   the cause with "Request extension" (unless extension requests are disabled).  The selector
+   the cause with "Request extension" (unless extension requests are disabled).  The note
+   "Credits exhausted: you can only use …" links to the usage page (seed 004).  The selector
    shows the model that actually answers — the fallback, even in a chat whose own model is
    locked (the server answers with the fallback, USE-4) — and each locked model says why and
    when it unlocks. */
@@ -55,8 +56,9 @@
     const when = exhausted ? resetsAt() : "";
     const why = when ? t("Credits exhausted — resets {time}", { time: when }) : t("Credits exhausted");
     for (const option of modelSelect.options) {
-      // "Auto" stays open: the server answers it with the fallback (USE-4).
-      const locked = exhausted && !!option.value && option.value !== fid && option.value !== "auto";
+      // Every model but the fallback is locked, "Auto" too (seed 004; the server answers a
+      // locked choice with the fallback, USE-4).
+      const locked = exhausted && !!option.value && option.value !== fid;
       option.disabled = locked;
       option.textContent = option.textContent.replace(/^🔒 /, "");
       if (locked) {
