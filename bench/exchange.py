@@ -5,6 +5,9 @@
   transaction — MB/s of input, messages/s, the time spent holding the write transaction
   (parsing and token counting happen before it), and the process's peak RSS growth (memory
   stays bounded by one conversation plus a batch of rows, not by the file).
+* Staged import: the same file imported as the server imports it (``store.exchange.staged``:
+  short transactions that let other users' writes in between, the import shown at once by the
+  last) — MB/s, and the longest transaction (what another writer may wait for).
 * Export: the same data streamed back out as ``chatmem.export/1`` — MB/s of output.
 * Native import: that export imported into a second database — MB/s.
 * Archive and restore: every conversation archived (write, fsync, verify, rename, commit)
@@ -24,9 +27,12 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from chatmem.context import get_tokenizer
 from chatmem.store import accounts
@@ -35,11 +41,13 @@ from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
 from chatmem.store.exchange.importer import import_source
 from chatmem.store.exchange.source import ImportSource
+from chatmem.store.exchange.staged import Transactions, run_staged
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.archives import Archive
 from chatmem.store.tokens import counts_for_text
 
 MB = 1024 * 1024
+T = TypeVar("T")
 WORDS = [
     "the",
     "memory",
@@ -147,6 +155,39 @@ def fresh_db(root: Path, name: str) -> tuple[Database, str]:
         return db, accounts.create_user(session, "bench", is_admin=True).id
 
 
+class TimedUnits(Transactions):
+    """Plain transactions, each write timed."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.times: list[float] = []
+
+    def write(self, fn: Callable[[Session], T], /) -> T:
+        started = time.perf_counter()
+        try:
+            return super().write(fn)
+        finally:
+            self.times.append(time.perf_counter() - started)
+
+
+def staged_import(root: Path, source_path: Path) -> None:
+    """The same file imported as the server imports it: in short transactions that let other
+    writers in between, shown at once by the last (``store.exchange.staged``)."""
+    db, user_id = fresh_db(root, "staged.db")
+    units = TimedUnits(db)
+    started = time.perf_counter()
+    with source_path.open("rb") as raw:
+        run_staged(units, user_id, ImportSource(raw))
+    elapsed = time.perf_counter() - started
+    size = source_path.stat().st_size
+    print(
+        f"import as the server runs it (staged: {len(units.times)} short transactions): "
+        f"{size / MB / elapsed:.1f} MB/s ({elapsed:.1f} s); the longest transaction "
+        f"{max(units.times) * 1000:.0f} ms, the last one (the import shown at once) "
+        f"{units.times[-1] * 1000:.0f} ms"
+    )
+
+
 def main() -> int:
     megabytes = int(os.environ.get("CHATMEM_BENCH_IMPORT_MB", "20"))
     with tempfile.TemporaryDirectory(prefix="chatmem-bench-") as tmp:
@@ -197,6 +238,7 @@ def main() -> int:
             f"MB/s; the import takes {elapsed / reference:.1f}x that (bar: within 2x); "
             f"load average {os.getloadavg()[0]:.1f}"
         )
+        staged_import(root, source_path)
 
         export_path = root / "export.json"
         started = time.perf_counter()

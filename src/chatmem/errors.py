@@ -7,6 +7,7 @@ Hierarchy::
     ├── InvalidInput                  invalid_input
     │   └── ImportFormatError         invalid_input    (malformed or foreign export file)
     ├── PayloadTooLarge               payload_too_large (an image over its size bound)
+    ├── UploadTimedOut                request_timeout  (an upload slower than its time bound)
     ├── Unauthorized                  unauthorized
     ├── Forbidden                     forbidden
     ├── EndpointNotAllowed            endpoint_not_allowed
@@ -68,6 +69,12 @@ class PayloadTooLarge(ChatmemError):
     """An upload is larger than its bound (PROJ-2: an image over ``max_image_bytes``)."""
 
     code = "payload_too_large"
+
+
+class UploadTimedOut(ChatmemError):
+    """An upload did not arrive whole within ``upload_timeout_seconds``; nothing was changed."""
+
+    code = "request_timeout"
 
 
 class Unauthorized(ChatmemError):

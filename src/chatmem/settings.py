@@ -118,6 +118,12 @@ class Settings(BaseSettings):
         default=1024 * 1024 * 1024,
         description="Largest accepted upload for POST /api/v1/import, in bytes.",
     )
+    upload_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds an upload (an import, a conversation's or a project's file) may "
+        "take to arrive whole; a slower one is refused with 408 request_timeout.",
+    )
     turn_max_iterations: int = Field(
         default=8, description="Per-turn guard: most model requests in one turn."
     )

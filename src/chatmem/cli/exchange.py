@@ -36,6 +36,7 @@ from chatmem.store.exchange.exporter import export_conversation_ids, export_stre
 from chatmem.store.exchange.importer import import_source
 from chatmem.store.exchange.reader import FORMAT_NAMES
 from chatmem.store.exchange.source import ImportSource
+from chatmem.store.exchange.staged import STAGING_PREFIX
 from chatmem.store.private import make_private_dir
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
@@ -60,7 +61,8 @@ def resolve_user(session: Session, name: str | None) -> User:
     ).first()
     if admin is not None:
         return admin
-    users = list(session.scalars(select(User).limit(2)))
+    accounts_only = ~User.name.startswith(STAGING_PREFIX)  # not an import's staging owner
+    users = list(session.scalars(select(User).where(accounts_only).limit(2)))
     if len(users) == 1:
         return users[0]
     raise InvalidInput("No administrator to act for: name the user with --user NAME.")

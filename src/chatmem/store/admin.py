@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from chatmem.errors import Conflict, InvalidInput, NotFound
 from chatmem.store import accounts
+from chatmem.store.exchange.staged import STAGING_PREFIX
 from chatmem.store.spending import EXTENSION_SCOPES
 from chatmem.store.tables.accounts import BrowserSession, SigninLink, User
 from chatmem.store.tables.admin import AdminAction
@@ -142,7 +143,9 @@ def decline_extension(session: Session, admin: User, request_id: str) -> Extensi
 
 
 def all_users(session: Session) -> list[User]:
-    return list(session.scalars(select(User).order_by(User.name)))
+    """Every account (not an import's staging owner: ``store.exchange.staged``)."""
+    accounts_only = ~User.name.startswith(STAGING_PREFIX)
+    return list(session.scalars(select(User).where(accounts_only).order_by(User.name)))
 
 
 def user_admin_public(user: User) -> dict[str, Any]:

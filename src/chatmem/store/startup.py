@@ -11,6 +11,7 @@ from sqlalchemy.engine import make_url
 from chatmem.auth.bootstrap import first_start
 from chatmem.settings import Settings
 from chatmem.store.db import Database
+from chatmem.store.exchange.staged import Transactions, sweep_stale
 from chatmem.store.private import make_private_dir, sqlite_files, warn_if_exposed
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,7 @@ def open_database(settings: Settings, *, announce: bool = True) -> Database:
     make_private_dir(settings.state_dir)
     db = Database.from_settings(settings)
     db.migrate()
+    sweep_stale(Transactions(db))  # what imports cut short by a crash left staged
     # SEC-3: say so when an older install (or an operator) left state readable by others.
     database = make_url(db.url).database if db.is_sqlite else None
     extra = sqlite_files(Path(database)) if database and database != ":memory:" else ()

@@ -76,6 +76,15 @@ async def work(
     return await _work(db, False, fn, *args, **kwargs)
 
 
+async def work_in_thread(
+    db: Database, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """:func:`work` always in a worker thread, on PostgreSQL too: for a unit of much Python
+    work (a batch of an import), which must not hold the event loop."""
+    async with db.slots.hold(), db.writers.hold():
+        return await anyio.to_thread.run_sync(lambda: _unit_sync(db, True, fn, *args, **kwargs))
+
+
 async def _work(
     db: Database,
     first: bool,
@@ -236,5 +245,6 @@ __all__ = [
     "quick_work",
     "read",
     "work",
+    "work_in_thread",
     "work_sync",
 ]

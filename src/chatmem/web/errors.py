@@ -39,6 +39,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "does_not_fit": 413,
     "insufficient_credits": 402,
     "payload_too_large": 413,
+    "request_timeout": 408,
     "context_length_exceeded": 413,
     "answer_too_large": 502,
     "provider_auth": 502,
@@ -107,6 +108,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: _declared("payload_too_large, does_not_fit"),
     422: _declared("invalid_input: a field is missing, of the wrong type or out of bounds"),
     429: _declared("rate_limited, with Retry-After"),
+}
+#: Operations that receive an upload also answer this.
+UPLOAD_RESPONSES: dict[int | str, dict[str, Any]] = {
+    408: _declared("request_timeout: the upload did not arrive whole in time")
 }
 #: Operations that call a model synchronously also answer these.
 PROVIDER_RESPONSES: dict[int | str, dict[str, Any]] = {

@@ -2,37 +2,46 @@
 
 Export streams the ``chatmem.export/1`` document as it is produced (its own database session
 lives as long as the download); archived conversations are included, read from their
-archive and marked ``"archived": true``, and an import archives them again.  Import takes the file as the raw request body or as the one
-file of a multipart form, spools it to a temporary file (the body-limit middleware caps it at
-``max_import_bytes``), and imports it inside the request's unit of work: any error — broken
-JSON, a foreign format, a quota — rolls everything back and answers 422 ``invalid_input``
-(or the error's own code) with nothing changed.
+archive and marked ``"archived": true``, and an import archives them again.
+
+Import takes the file as the raw request body or as the one file of a multipart form.  The
+body is received whole first (:mod:`chatmem.web.uploads`: capped at ``max_import_bytes``,
+within ``upload_timeout_seconds``), holding no write slot; then the file is parsed and
+checked, and written in short units that let other users' writes in between, shown all at
+once at the end (:mod:`chatmem.store.exchange.staged`).  Any error — broken JSON, a foreign
+format, a quota — answers 422 ``invalid_input`` (or the error's own code) with nothing
+changed.
 """
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import Any, TypeVar
 
 import anyio
-from fastapi import APIRouter, Query, Request
+import anyio.from_thread
+from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
-from starlette.datastructures import UploadFile
+from sqlalchemy.orm import Session
 
 from chatmem.bounds import Bounds
 from chatmem.errors import ImportFormatError
 from chatmem.store.archive import Archiver, archive_imported
+from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
-from chatmem.store.exchange.importer import import_source
 from chatmem.store.exchange.source import ImportSource
+from chatmem.store.exchange.staged import run_staged
 from chatmem.store.quotas import Limits
+from chatmem.turns import dbwork
 from chatmem.web.deps import CurrentUser, DatabaseDep, DbSession, SettingsDep
+from chatmem.web.errors import UPLOAD_RESPONSES
+from chatmem.web.uploads import ReceivedUpload
 
 router = APIRouter(prefix="/api/v1", tags=["export/import"])
 
-_SPOOL_IN_MEMORY = 8 * 1024 * 1024
+T = TypeVar("T")
 
 
 @router.get("/export", response_class=StreamingResponse)
@@ -58,19 +67,19 @@ def export(
     )
 
 
-async def _spool(request: Request) -> IO[bytes]:
-    """The uploaded file: the multipart file part, or the raw body, on disk past 8 MB."""
-    content_type = request.headers.get("content-type", "")
-    if content_type.startswith("multipart/form-data"):
-        form = await request.form(max_files=1, max_fields=10)
-        uploads = [v for v in form.values() if isinstance(v, UploadFile)]
-        if not uploads:
-            raise ImportFormatError("Send the export as the request body or as a multipart file.")
-        return uploads[0].file
-    spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115
-    async for chunk in request.stream():
-        spool.write(chunk)
-    return spool
+class ServerUnits:
+    """Units of an import run from a worker thread: a write waits for the write slot on the
+    event loop like any request's, then runs in a worker thread (see ``dbwork``)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def read(self, fn: Callable[[Session], T], /) -> T:
+        with self.db.session() as session:  # a short read takes no slot
+            return fn(session)
+
+    def write(self, fn: Callable[[Session], T], /) -> T:
+        return anyio.from_thread.run(functools.partial(dbwork.work_in_thread, self.db, fn))
 
 
 # The upload is streamed by hand, so /openapi.json is told what it is.
@@ -93,37 +102,27 @@ _IMPORT_BODY = {
 }
 
 
-@router.post("/import", openapi_extra=_IMPORT_BODY)
+@router.post("/import", openapi_extra=_IMPORT_BODY, responses=UPLOAD_RESPONSES)
 async def import_file(
-    request: Request,
-    user: CurrentUser,
-    session: DbSession,
-    settings: SettingsDep,
-    db: DatabaseDep,
+    received: ReceivedUpload, settings: SettingsDep, db: DatabaseDep
 ) -> dict[str, Any]:
-    # End the transaction that authenticated the caller: on SQLite a writing request holds
-    # the write lock from its first statement, and receiving a large upload can take long.
-    # The import itself then runs in one new transaction of the same session.
-    session.commit()
-    upload = await _spool(request)
-    try:
-        upload.seek(0, 2)
-        if upload.tell() == 0:
-            raise ImportFormatError("The request body is empty: send an export file.")
-        source = ImportSource(
-            upload,  # type: ignore[arg-type]
-            bounds=Bounds.from_settings(settings),
-            max_unpacked_bytes=settings.max_import_bytes,
-        )
-        result = await anyio.to_thread.run_sync(
-            lambda: import_source(session, user, source, limits=Limits.from_settings(settings))
-        )
-    finally:
-        upload.close()
+    upload = await received.the_file()
+    upload.seek(0, 2)
+    if upload.tell() == 0:
+        raise ImportFormatError("The request body is empty: send an export file.")
+    upload.seek(0)
+    source = ImportSource(
+        upload,  # type: ignore[arg-type]
+        bounds=Bounds.from_settings(settings),
+        max_unpacked_bytes=settings.max_import_bytes,
+    )
+    user_id = received.user.id
+    result = await anyio.to_thread.run_sync(
+        lambda: run_staged(ServerUnits(db), user_id, source, limits=Limits.from_settings(settings))
+    )
     if result.archived_ids:  # archived at the source: archive again once the rows are in
-        session.commit()
         archiver = Archiver.from_settings(settings, db)
         await anyio.to_thread.run_sync(
-            lambda: archive_imported(archiver, user.id, result.archived_ids)
+            lambda: archive_imported(archiver, user_id, result.archived_ids)
         )
     return result.as_json()

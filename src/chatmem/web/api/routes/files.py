@@ -19,6 +19,8 @@ from chatmem.store import files as store_files
 from chatmem.store import images as store_images
 from chatmem.web.api.schemas import Body, file_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.errors import UPLOAD_RESPONSES
+from chatmem.web.uploads import ReceivedUpload, Upload
 
 router = APIRouter(tags=["files"])
 
@@ -43,13 +45,13 @@ class ImageUpload:
     message_id: str | None
 
 
-async def _upload(request: Request) -> FileCreate | ImageUpload:
+async def _upload(request: Request, received: Upload) -> FileCreate | ImageUpload:
     """The upload as a :class:`FileCreate`, from multipart form data or a JSON body; an
     image (by its bytes or its declared type) as an :class:`ImageUpload`."""
     kind = request.headers.get("content-type", "")
     try:
         if kind.startswith("multipart/form-data"):
-            form = await request.form()
+            form = await received.form()
             upload = form.get("file")
             if not isinstance(upload, UploadFile):
                 raise InvalidInput("file: missing (send the file in a form field named 'file')")
@@ -70,7 +72,7 @@ async def _upload(request: Request) -> FileCreate | ImageUpload:
                     fields[key] = value
             check_value(fields)  # SEC-1: no NUL, valid Unicode (JSON bodies: the middleware)
             return FileCreate(**fields)
-        return FileCreate.model_validate_json(await request.body())
+        return FileCreate.model_validate_json(received.body())
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
@@ -104,16 +106,20 @@ _UPLOAD_BODY = {
 
 
 @router.post(
-    "/api/v1/conversations/{conversation_id}/files", status_code=201, openapi_extra=_UPLOAD_BODY
+    "/api/v1/conversations/{conversation_id}/files",
+    status_code=201,
+    openapi_extra=_UPLOAD_BODY,
+    responses=UPLOAD_RESPONSES,
 )
 async def upload_file(
     conversation_id: str,
     request: Request,
+    received: ReceivedUpload,  # before the write slot (CurrentUser, DbSession) is taken
     user: CurrentUser,
     session: DbSession,
     settings: SettingsDep,
 ) -> dict[str, Any]:
-    body = await _upload(request)
+    body = await _upload(request, received)
 
     def store_upload() -> dict[str, Any]:  # database work off the event loop
         if isinstance(body, ImageUpload):  # PROJ-2: checked by its bytes, stored as a blob

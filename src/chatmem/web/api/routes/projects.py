@@ -21,6 +21,8 @@ from chatmem.store.quotas import Limits
 from chatmem.web.api.routes.files import FileUpdate, ImageUpload, _upload
 from chatmem.web.api.schemas import Body, conversation_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.errors import UPLOAD_RESPONSES
+from chatmem.web.uploads import ReceivedUpload
 
 router = APIRouter(tags=["projects"])
 
@@ -112,13 +114,22 @@ _UPLOAD_BODY = {
 }
 
 
-@router.post("/api/v1/projects/{project_id}/files", status_code=201, openapi_extra=_UPLOAD_BODY)
+@router.post(
+    "/api/v1/projects/{project_id}/files",
+    status_code=201,
+    openapi_extra=_UPLOAD_BODY,
+    responses=UPLOAD_RESPONSES,
+)
 async def upload_project_file(
-    project_id: str, request: Request, user: CurrentUser, session: DbSession
+    project_id: str,
+    request: Request,
+    received: ReceivedUpload,  # before the write slot (CurrentUser, DbSession) is taken
+    user: CurrentUser,
+    session: DbSession,
 ) -> dict[str, Any]:
     """A text file shared by every conversation of the project (multipart or JSON
     ``{"name", "content"}``, as conversation files)."""
-    body = await _upload(request)
+    body = await _upload(request, received)
     if isinstance(body, ImageUpload):
         raise InvalidInput("A project holds text files; attach images to a message.")
     if body.message_id is not None or body.state != "auto":
