@@ -71,3 +71,6 @@ _.js_catalog
 # store/search (issue 16): one conversation's messages by text, for the recall tool (issue 17)
 # and tests; the conversation list uses the same indexes through search_condition.
 _.search_messages
+
+# store/mcp_tools.save_known_tools writes it by name (Core update), for people reading the table.
+_.tools_listed_at

@@ -17,7 +17,7 @@ from tests.support.app import ApiUser, make_user
 from tests.support.model_server import FakeModelServer
 from tests.support.runs import finished_run
 
-from chatmem.models.redact import scrub_provider_text, scrub_secret
+from chatmem.models.redact import KeyScrubber, scrub_provider_text
 from chatmem.settings import Settings
 from chatmem.web.app import create_app
 
@@ -52,18 +52,17 @@ def leaks(text: str, secret: str = KEY) -> list[str]:
 @pytest.mark.parametrize("form", MASKED)
 def test_masked_forms_and_runs_are_scrubbed(form: str) -> None:
     text = f"Incorrect API key provided: {form}. Find your key at https://x.test/keys."
-    scrubbed = scrub_secret(text, KEY)
+    scrubbed = KeyScrubber(KEY).scrub(text)
     assert leaks(scrubbed) == [] and "LEA" not in scrubbed and "RST" not in scrubbed
     assert scrubbed.startswith("Incorrect API key provided: ***")
     assert scrubbed.endswith(". Find your key at https://x.test/keys.")
 
 
 def test_the_whole_key_and_inner_runs_are_scrubbed_and_other_text_kept() -> None:
-    assert scrub_secret(f"key={KEY}!", KEY) == "key=***!"
-    assert scrub_secret("middle 0a1b2c3d4e5f here", KEY) == "middle *** here"
+    assert KeyScrubber(KEY).scrub(f"key={KEY}!") == "key=***!"
+    assert KeyScrubber(KEY).scrub("middle 0a1b2c3d4e5f here") == "middle *** here"
     kept = "Loading... the model sk-other...abcd is busy; retry in 3s"
-    assert scrub_secret(kept, KEY) == kept
-    assert scrub_secret("no key here", None) == "no key here"
+    assert KeyScrubber(KEY).scrub(kept) == kept
 
 
 # Issue 25: the key echoed in other forms than its own (each derived from KEY).
@@ -99,7 +98,7 @@ def echoed_leaks(text: str) -> list[str]:
 @pytest.mark.parametrize("name", list(ECHOED))
 def test_the_key_echoed_in_another_form_is_scrubbed(name: str) -> None:
     text = f"Rejected credentials {ECHOED[name]} (see https://x.test/keys)."
-    scrubbed = scrub_secret(text, KEY)
+    scrubbed = KeyScrubber(KEY).scrub(text)
     assert echoed_leaks(scrubbed) == [] and leaks(scrubbed) == [], scrubbed
     assert scrubbed.startswith("Rejected credentials ")
     assert scrubbed.endswith(" (see https://x.test/keys).")
@@ -111,12 +110,14 @@ def test_the_other_forms_spare_ordinary_text() -> None:
         "Limit 30000, Used 29000. Visit https://platform.openai.com/account/rate-limits "
         "ZGF0YTpkYXRh 6b65792d6e6f74"
     )
-    assert scrub_secret(kept, KEY) == kept
+    assert KeyScrubber(KEY).scrub(kept) == kept
 
 
 def test_provider_text_is_bounded_and_can_conceal_the_endpoint() -> None:
     text = "POST https://gw.corp.test/v1/chat/completions failed: GW.CORP.TEST down " + "x" * 9000
-    out = scrub_provider_text(text, KEY, conceal_url="https://gw.corp.test/v1", host="gw.corp.test")
+    out = scrub_provider_text(
+        text, KeyScrubber(KEY), conceal_url="https://gw.corp.test/v1", host="gw.corp.test"
+    )
     assert "gw.corp" not in out.lower() and len(out) <= 500
     assert out.startswith("POST the model API/chat/completions failed: the model API down")
 

@@ -3,7 +3,7 @@
 Providers echo what they were sent: the whole key ("Incorrect API key provided: sk-…"), or a
 masked form of it — OpenAI's ``sk-proj-****…abcd``, ``sk-LEAK...567890``, ``sk-…abcd``,
 ``sk-abc***xyz``.  Each of those fragments narrows a guess, and on a shared profile every user
-would see a piece of the administrator's key.  :func:`scrub_secret` removes from a text:
+would see a piece of the administrator's key.  :class:`KeyScrubber` removes from a text:
 
 - every run of 4 or more characters that is a prefix or a suffix of the key, and every run of
   :data:`MIN_INNER_RUN` or more characters found anywhere inside it;
@@ -179,25 +179,19 @@ class KeyScrubber:
         return _replace_spans(text, _spans_of(text, self.secret) + _form_spans(text, self._forms))
 
 
-def scrub_secret(text: str, secret: str | None) -> str:
-    """``text`` without the secret, its masked forms or any run of it (see the module)."""
-    return KeyScrubber(secret).scrub(text) if secret else text
-
-
 def scrub_provider_text(
     text: str,
-    api_key: str | KeyScrubber | None,
+    key: KeyScrubber | None,
     *,
     conceal_url: str | None = None,
     host: str | None = None,
 ) -> str:
     """Provider text ready to be stored, logged and shown: bounded, without the key or a
     fragment of it, and — for a user who may not see the endpoint — without its URL or host.
-    A client that scrubs many texts passes its :class:`KeyScrubber` (the forms made once)."""
-    scrubber = KeyScrubber(api_key) if isinstance(api_key, str) and api_key else api_key
+    ``key``: the client's :class:`KeyScrubber` (its key's forms derived once), or None."""
     text = text[:MAX_SCAN]
-    if isinstance(scrubber, KeyScrubber):
-        text = scrubber.scrub(text)
+    if key is not None:
+        text = key.scrub(text)
     if conceal_url:
         for part in sorted(
             {conceal_url, conceal_url.rstrip("/"), *([host] if host else [])}, key=len, reverse=True

@@ -188,9 +188,11 @@ _BROWSER_SESSION = (
 
 def is_active_admin(db: Session | Connection, user_id: str) -> bool:
     """Whether ``user_id`` is an administrator whose account is not disabled (one read)."""
-    row = connection_of(db).execute(
-        select(User.is_admin, User.disabled).where(User.id == user_id)
-    ).first()
+    row = (
+        connection_of(db)
+        .execute(select(User.is_admin, User.disabled).where(User.id == user_id))
+        .first()
+    )
     return row is not None and bool(row.is_admin) and not row.disabled
 
 
