@@ -12,7 +12,7 @@ from tests.support.model_server import FakeModelServer
 from tests.turns.conftest import Chat, make_chat
 
 from chatmem.store.tables.runs import UsageRow
-from chatmem.turns import usage
+from chatmem.turns import answerer, usage
 
 
 def _shared_profile(
@@ -146,8 +146,8 @@ def test_auto_picks_the_best_ranked_model_the_user_may_use_now_USE_4(
     other = make_user(turn_client, "bob")
     settings = turn_client.app.state.settings  # type: ignore[attr-defined]
     with turn_client.app.state.db.session() as session:  # type: ignore[attr-defined]
-        assert usage.resolve_auto_profile(session, chat.user.id, settings).profile_id == basic
-        assert usage.resolve_auto_profile(session, other.id, settings).profile_id == premium
+        assert answerer.resolve_auto_profile(session, chat.user.id, settings).profile_id == basic
+        assert answerer.resolve_auto_profile(session, other.id, settings).profile_id == premium
 
 
 def test_a_granted_extension_lifts_the_lock_and_a_decline_is_shown_USE_5(

@@ -176,6 +176,6 @@ def auto_candidates(session: Session | Connection, user_id: str) -> list[Profile
 def auto_planning_profile(session: Session | Connection, user_id: str) -> str | None:
     """The profile an "Auto" conversation is planned with where the user's usage plays no
     part (the history's statuses): the best candidate.  A turn and the memory window ask
-    ``turns.usage.resolve_auto_profile``, which also weighs the user's usage."""
+    ``turns.answerer.resolve_auto_profile``, which also weighs the user's usage."""
     ranked = auto_candidates(session, user_id)
     return ranked[0].id if ranked else None

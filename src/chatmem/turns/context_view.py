@@ -30,13 +30,13 @@ from chatmem.store.db import connection_of
 from chatmem.store.engine import load_engine_conversation, plan_version
 from chatmem.store.profiles import visible_profile
 from chatmem.store.versions import hidden_ids
+from chatmem.turns.answerer import Answerer, planned_answerer
 from chatmem.turns.inputs import (
     Calibrations,
     calibrated_tokenizer,
     factor_of,
     resolve_target,
 )
-from chatmem.turns.usage import Answerer, planned_answerer
 
 
 class ContextCache:

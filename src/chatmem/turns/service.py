@@ -39,7 +39,8 @@ from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import File
 from chatmem.store.types import new_id
-from chatmem.turns import recovery, usage
+from chatmem.turns import answerer as answers
+from chatmem.turns import recovery
 from chatmem.turns.approvals import Approvals, Decision, decide
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
@@ -447,7 +448,7 @@ class TurnService:
         """USE-3/USE-4: the profile that answers — the conversation's choice, unless it is
         locked (the fallback answers) or "Auto" (the best one allowed now) — read with the
         conversation; and who answers, as the feed shows it."""
-        answerer = usage.chosen_answerer(
+        answerer = answers.chosen_answerer(
             connection,
             conversation.user_id,
             conversation.profile_id,
@@ -461,7 +462,7 @@ class TurnService:
     ) -> tuple[str | None, dict[str, Any]]:
         """:meth:`_answerer` for what runs besides a turn ("Compress now" and its price): the
         profile that would answer now, never a refusal (USE-3, CTX-11)."""
-        answerer = usage.planned_answerer(
+        answerer = answers.planned_answerer(
             connection, conversation.user_id, conversation.profile_id, self.settings
         )
         return (answerer.profile_id if answerer.reason else None), answerer.public()
