@@ -130,7 +130,7 @@ class TurnJob:
     #: first step when no tools are offered — it is the same request — to save a re-plan on
     #: the way to the first token.
     first_inputs: TurnInputs | None = None
-    #: USE-4: who answers, as the feed shows it (``usage.Answerer.public()``): stored with
+    #: USE-4: who answers, as the feed shows it (``answerer.Answerer.public()``): stored with
     #: each answer and sent with ``done``.
     answered: dict[str, Any] | None = None
     #: The tools an OpenAI-compatible client offers and runs itself (``turns.client_tools``):
