@@ -11,7 +11,13 @@ import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.support.runs import finished_run
-from tests.ui.harness import Server, make_conversation, make_profile, start_server
+from tests.ui.harness import (
+    Server,
+    make_conversation,
+    make_profile,
+    save_screenshot,
+    start_server,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -156,3 +162,31 @@ def test_seed004_the_models_page_sets_a_place_in_autos_order(alice: Any, server:
         )
         assert premium["auto_rank"] == 2
         api.patch(f"/api/v1/profiles/{premium['id']}", json={"auto_rank": None})
+
+
+def test_seed004_the_ring_opens_context_and_usage_with_reset_times(
+    alice: Any, server: Server, model: FakeModelServer
+) -> None:
+    with server.api("alice") as api:
+        if not api.get("/api/v1/usage").json()["exhausted"]:
+            _spend(server, model)
+        profiles = {p["name"]: p for p in api.get("/api/v1/profiles").json()["items"]}
+        c = make_conversation(api, profiles["Base"]["id"], pairs=3, title="Ring and limits")
+    alice.goto(server.url + "/c/" + c["id"])
+    expect(alice.locator("#chat-title")).to_have_text("Ring and limits")
+    expect(alice.locator("#counter-text")).not_to_have_text("–")
+    ring = alice.get_by_role("button", name="Context and usage")
+    # With limits the ring follows the usage: used up, it is full and red.
+    expect(ring).to_have_class("usage-ring exhausted")
+    expect(ring.locator(".ring-fill")).to_have_attribute("stroke-dasharray", "100 100")
+    ring.click()
+    dialog = alice.get_by_role("dialog", name="Context and usage")
+    expect(dialog.locator("#up-context")).to_have_text(re.compile(r"^\d+ of \S+ tokens \(\d+%\)$"))
+    expect(dialog.locator("#up-session")).to_have_text(
+        re.compile(r"^Session: 100% used, resets \S")
+    )
+    expect(dialog.locator("#up-week")).to_have_text(re.compile(r"^This week: \d+% used"))
+    expect(dialog.get_by_text("No usage limits on this server")).to_be_hidden()
+    save_screenshot(alice, "ring.png", readme=True)
+    dialog.get_by_role("link", name="Usage details and reset times").click()
+    alice.wait_for_url(server.url + "/usage")
