@@ -121,11 +121,11 @@ def test_switching_models_mid_conversation_and_stateless_models_lock_the_mode(
         alice.goto(server.url + "/c/" + c["id"])
         expect(alice.locator("#chat-title")).to_have_text("Switching")
         expect(alice.locator("#counter-text")).not_to_have_text("–")
-        mode = alice.get_by_label("Memory", exact=True)
+        switch = alice.get_by_role("switch", name="Conversation context")
+        mode = alice.get_by_label("Memory mode", exact=True)
+        expect(switch).to_be_checked()
         expect(mode).to_be_enabled()
-        expect(mode.locator("option")).to_have_text(
-            ["No memory", "Economy", "Everything", "Recent messages"]
-        )
+        expect(mode.locator("option")).to_have_text(["Economy", "Everything", "Recent messages"])
         with alice.expect_response(lambda r: r.request.method == "PATCH"):
             mode.select_option(label="Economy")
         assert api.get(f"/api/v1/conversations/{c['id']}").json()["mode"] == "economy"
@@ -138,8 +138,14 @@ def test_switching_models_mid_conversation_and_stateless_models_lock_the_mode(
         expect(alice.locator("#counter-text")).to_contain_text("/ 66K")
         with alice.expect_response(lambda r: r.request.method == "PATCH"):
             alice.get_by_label("Model").select_option(label="Forgetful model · fake-model")
+        # CTX-7, seed 001: both controls unavailable, switched off; the «?» by the heading
+        # opens the explanation.
+        expect(switch).to_be_disabled()
+        expect(switch).not_to_be_checked()
         expect(mode).to_be_disabled()
-        expect(mode).to_have_value("off")
+        expect(alice.locator("#mode-note")).to_be_hidden()
+        alice.locator("#context-help").click()
+        expect(alice.locator("#mode-note")).to_be_visible()
         expect(alice.locator("#mode-note")).to_have_text(
             "This model does not remember previous messages"
         )

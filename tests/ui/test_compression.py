@@ -102,7 +102,7 @@ def test_ctx19_provider_context_error_suggests_economy_exclusions_or_a_bigger_mo
     error = alice.locator("#chat-error")
     expect(error).to_contain_text("Economy")
     error.get_by_role("button", name="Switch to Economy").click()
-    expect(alice.get_by_label("Memory", exact=True)).to_have_value("economy")
+    expect(alice.get_by_label("Memory mode", exact=True)).to_have_value("economy")
 
 
 def test_ctx11_compress_now_is_refused_while_a_turn_runs(

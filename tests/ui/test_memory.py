@@ -99,7 +99,8 @@ def test_ctx18_memory_window_shows_every_row_price_threshold_and_mode(
     expect(dialog.locator("#mw-threshold")).to_have_text(
         re.compile(r"^Auto-compress from \d+(\.\d)?K$")
     )
-    expect(dialog.locator("#mw-mode-line")).to_contain_text("Mode: Everything")
+    # The window names the mode as the help pages do (seed 001): "Everything" in the panel.
+    expect(dialog.locator("#mw-mode-line")).to_contain_text("Mode: Full memory")
     # The price is asked from the server when the window opens (slow on a loaded machine).
     expect(dialog.get_by_role("button", name=re.compile(r"^Compress now · ≈ \$"))).to_be_visible(
         timeout=15_000
@@ -107,7 +108,8 @@ def test_ctx18_memory_window_shows_every_row_price_threshold_and_mode(
     save_screenshot(alice, "memory-window.png", readme=True)
     dialog.get_by_role("link", name="Change").click()
     expect(dialog).to_be_hidden()
-    expect(alice.get_by_label("Memory", exact=True)).to_be_focused()
+    expect(alice.get_by_role("switch", name="Conversation context")).to_be_focused()
+    expect(alice.locator("#context-block")).to_have_class(re.compile(r"\bhighlight\b"))
 
 
 def test_ctx14_messages_out_of_memory_are_dimmed_and_the_label_opens_the_window(
@@ -127,8 +129,10 @@ def test_ctx14_messages_out_of_memory_are_dimmed_and_the_label_opens_the_window(
     expect(alice.get_by_role("dialog")).to_be_visible()
     expect(alice.locator("#mw-mode")).to_have_text("No memory")
     alice.keyboard.press("Escape")
-    # Switching to Everything brings them back into memory.
-    alice.get_by_label("Memory", exact=True).select_option(label="Everything")
+    # Switching the memory on (Everything, the mode kept beside the switch) brings them back.
+    expect(alice.get_by_label("Memory mode", exact=True)).to_be_disabled()
+    alice.get_by_role("switch", name="Conversation context").check()
+    expect(alice.get_by_label("Memory mode", exact=True)).to_have_value("full")
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(0)
 
 

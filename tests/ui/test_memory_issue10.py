@@ -88,7 +88,7 @@ def test_ctx17_a_new_chat_counter_follows_the_draft_model_and_mode(
     with alice.expect_response(
         lambda r: f"/api/v1/profiles/{paid}/context" in r.url and planned(r).get("mode") == "off"
     ):
-        alice.get_by_label("Memory", exact=True).select_option(label="No memory")
+        alice.get_by_role("switch", name="Conversation context").uncheck()
     # The memory window shows the new chat's plan; what needs a conversation is not offered.
     alice.locator("#counter").click()
     dialog = alice.get_by_role("dialog")
@@ -214,7 +214,7 @@ def test_ctx14_switching_to_economy_marks_what_leaves_the_memory_at_once(
     open_chat(alice, server, c)
     expect(alice.locator("#messages > .message")).to_have_count(20)
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(0)
-    alice.get_by_label("Memory", exact=True).select_option(label="Economy")
+    alice.get_by_label("Memory mode", exact=True).select_option(label="Economy")
     with server.api("alice") as api:
         plan = api.get(f"/api/v1/conversations/{c['id']}/context").json()
     assert plan["mode"] == "economy"
@@ -231,7 +231,7 @@ def test_ctx14_switching_to_economy_marks_what_leaves_the_memory_at_once(
             )
         ).to_be_visible()
     # And back: everything is sent verbatim again.
-    alice.get_by_label("Memory", exact=True).select_option(label="Everything")
+    alice.get_by_label("Memory mode", exact=True).select_option(label="Everything")
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(0)
 
 
@@ -379,7 +379,8 @@ def test_ctx7_a_model_that_does_not_remember_offers_no_compress_now(
     with server.api("alice") as api:
         c = make_conversation(api, stateless["id"], pairs=3, title="Forgetful", mode="off")
     open_chat(alice, server, c)
-    expect(alice.get_by_label("Memory", exact=True)).to_be_disabled()
+    expect(alice.get_by_role("switch", name="Conversation context")).to_be_disabled()
+    expect(alice.get_by_label("Memory mode", exact=True)).to_be_disabled()
     expect(alice.locator("#mode-note")).to_have_text(
         "This model does not remember previous messages"
     )

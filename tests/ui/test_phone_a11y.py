@@ -106,7 +106,7 @@ def test_phone_chat_top_is_one_line_and_the_selectors_sit_side_by_side(
     # The chat tools are in the menu, not on screen.
     expect(phone.get_by_role("button", name="Rename")).to_be_hidden()
     model = phone.get_by_label("Model", exact=True).bounding_box()
-    memory = phone.get_by_label("Memory", exact=True).bounding_box()
+    memory = phone.get_by_label("Memory mode", exact=True).bounding_box()
     assert abs(model["y"] - memory["y"]) < 4, (model, memory)
     assert model["x"] + model["width"] <= memory["x"]
     assert memory["x"] + memory["width"] <= PHONE["width"]

@@ -57,10 +57,12 @@ def test_chat_page_carries_the_memory_wording(web: TestClient) -> None:
     _sign_in(web)
     html = web.get("/c/anything").text
     for text in (
-        "No memory",
+        "Conversation context",
+        "Memory mode",
         "Economy",
         "Everything",
         "Recent messages",
+        "Conversation memory",
         "This model does not remember previous messages",
         "What goes into the next request",
         "Instructions",

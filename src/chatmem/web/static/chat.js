@@ -15,6 +15,8 @@
   let ready = Promise.resolve();
   const modeSelect = document.getElementById("mode-select");
   const modeNote = document.getElementById("mode-note");
+  const memorySwitch = document.getElementById("memory-switch");
+  const contextHelp = document.getElementById("context-help");
   const title = document.getElementById("chat-title");
   const tools = document.getElementById("chat-tools");
   const pinButton = document.getElementById("pin-chat");
@@ -25,7 +27,7 @@
   const attachInput = document.getElementById("attach-file");
   const attachments = document.getElementById("attachments");
 
-  const state = { conversation: null, profiles: [], run: null, follower: null, pendingFiles: [], newMode: "full" };
+  const state = { conversation: null, profiles: [], run: null, follower: null, pendingFiles: [], newMode: "full", kept: "full" };
 
   /* ---------- profiles and the model selector ---------- */
   function profileById(id) { return state.profiles.find((p) => p.id === id) || null; }
@@ -53,17 +55,35 @@
     document.dispatchEvent(new CustomEvent("chatmem:profiles", { detail: state.profiles }));
   }
 
-  /* CTX-7: a stateless model always gets No memory; the control is disabled and says why. */
+  /* The block "Conversation context" (seed 001): its switch turns the memory off (mode
+     "off") or on with the mode chosen beside it (Economy, Everything, Recent messages), so
+     the API's modes are unchanged.  The last mode chosen is kept while the switch is off.
+     CTX-7: a stateless model always gets No memory; both controls are unavailable and the
+     «?» by the heading says why. */
+  function chosenMode() { return memorySwitch.checked ? modeSelect.value : "off"; }
+
+  function showMode(mode) {
+    if (mode && mode !== "off") state.kept = mode;
+    memorySwitch.checked = mode !== "off";
+    modeSelect.value = state.kept;
+    modeSelect.disabled = memorySwitch.disabled || !memorySwitch.checked;
+  }
+
   function applyProfile() {
     const p = currentProfile();
     const stateless = !!(p && p.stateless);
-    modeSelect.disabled = stateless;
-    modeNote.hidden = !stateless;
-    if (stateless) modeSelect.value = "off";
-    else modeSelect.value = state.conversation ? state.conversation.mode : state.newMode;
+    memorySwitch.disabled = stateless;
+    contextHelp.hidden = !stateless;
+    if (!stateless) { modeNote.hidden = true; contextHelp.setAttribute("aria-expanded", "false"); }
+    showMode(stateless ? "off" : state.conversation ? state.conversation.mode : state.newMode);
     // A chat not created yet is planned with the chosen model and mode (CTX-17).
-    memory.setProfile(p, state.conversation ? undefined : modeSelect.value);
+    memory.setProfile(p, state.conversation ? undefined : chosenMode());
   }
+
+  contextHelp.addEventListener("click", () => {
+    modeNote.hidden = !modeNote.hidden;
+    contextHelp.setAttribute("aria-expanded", String(!modeNote.hidden));
+  });
 
   modelSelect.addEventListener("change", async () => {
     applyProfile();
@@ -76,18 +96,22 @@
     } catch (err) { toast(err.message); }
   });
 
-  modeSelect.addEventListener("change", async () => {
+  async function changeMode() {
+    const mode = chosenMode();
+    showMode(mode);
     if (!state.conversation) {
-      state.newMode = modeSelect.value;
-      memory.setProfile(currentProfile(), modeSelect.value);
+      state.newMode = mode;
+      memory.setProfile(currentProfile(), mode);
       return;
     }
     try {
-      const updated = await api("PATCH", convPath(), { mode: modeSelect.value });
-      state.conversation = Object.assign(state.conversation, updated || {}, { mode: modeSelect.value });
+      const updated = await api("PATCH", convPath(), { mode });
+      state.conversation = Object.assign(state.conversation, updated || {}, { mode });
       memory.refresh();
     } catch (err) { toast(err.message); applyProfile(); }
-  });
+  }
+  modeSelect.addEventListener("change", changeMode);
+  memorySwitch.addEventListener("change", changeMode);
 
   /* ---------- the conversation ---------- */
   function convPath(suffix) { return "/api/v1/conversations/" + state.conversation.id + (suffix || ""); }
@@ -155,7 +179,7 @@
 
   async function ensureConversation(firstText) {
     if (state.conversation) return state.conversation;
-    const body = { title: firstText.split("\n")[0].slice(0, 80), mode: modeSelect.value };
+    const body = { title: firstText.split("\n")[0].slice(0, 80), mode: chosenMode() };
     if (modelSelect.value) body.profile_id = modelSelect.value;
     const project = window.chatmem.projects && window.chatmem.projects.forNewChat();
     if (project) body.project_id = project; // PROJ-1: a new chat in a project
@@ -285,7 +309,7 @@
 
   function providerTooLong() {
     showError(t("The request was too large for the model's context window. Switch to Economy memory, exclude question–answer pairs you do not need, or choose a model with a larger window."), [
-      [t("Switch to Economy"), () => { modeSelect.value = "economy"; modeSelect.dispatchEvent(new Event("change")); hideError(); }],
+      [t("Switch to Economy"), () => { memorySwitch.checked = true; modeSelect.value = "economy"; changeMode(); hideError(); }],
       [t("Exclude pairs"), () => { hideError(); toast(t("Use “Exclude from memory” on the questions you no longer need.")); }],
       [t("Choose another model"), () => { hideError(); modelSelect.focus(); }],
     ]);

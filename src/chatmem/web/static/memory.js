@@ -8,7 +8,9 @@
 (function () {
   "use strict";
   const { api, items, el, fmtTokens, fmtInt, fmtPercent, fmtPrice, toast, debounce, t, tn } = window.chatmem;
-  const MODE_NAMES = { off: t("No memory"), economy: t("Economy"), full: t("Everything"), window: t("Recent messages") };
+  /* The window names the modes as the help pages do, differently from the panel's block
+     "Conversation context" (Economy / Everything / its switch off): the same three modes. */
+  const MODE_NAMES = { off: t("No memory"), economy: t("Economy memory"), full: t("Full memory"), window: t("Recent messages") };
   const FILE_STATES = { in_memory: t("In memory"), out_of_memory: t("Out of memory"), pinned: t("Pinned"), excluded: t("Excluded"), auto: t("In memory") };
   const REFUSALS = {
     nothing_to_compress: t("Nothing to compress yet"),
@@ -32,6 +34,7 @@
   const continueSection = document.getElementById("mw-continue");
   const continueButton = document.getElementById("continue-button");
   const continueResult = document.getElementById("continue-result");
+  const compressWays = document.getElementById("compress-ways");
 
   const state = {
     conversationId: "", profile: null, mode: "full", plan: null, draft: "", files: [], seq: 0,
@@ -307,6 +310,7 @@
   function open(section) {
     if (!plannable()) { toast(t("Choose a model first: the memory window shows what will be sent to it.")); return; }
     compressResult.hidden = true;
+    compressWays.hidden = true;
     continueResult.hidden = true;
     renderSections();
     if (!dialog.open) dialog.showModal();
@@ -321,20 +325,26 @@
 
   counter.addEventListener("click", () => open());
   compressFocus.addEventListener("input", debounce(loadCompactionPrice, 400));
+  // "Change" closes the window and lights up the panel's block "Conversation context".
   document.getElementById("mw-change").addEventListener("click", (event) => {
     event.preventDefault();
     dialog.close();
-    const select = document.getElementById("mode-select");
-    select.focus();
-    select.classList.add("highlight");
-    setTimeout(() => select.classList.remove("highlight"), 1500);
+    const block = document.getElementById("context-block");
+    const control = document.getElementById("memory-switch");
+    control.focus();
+    block.classList.add("highlight");
+    setTimeout(() => block.classList.remove("highlight"), 1500);
   });
+  // The panel's "Conversation memory" button: the third way into the window, with the
+  // counter and the "Out of memory" label.
+  document.getElementById("open-memory").addEventListener("click", () => open());
 
   compressForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (state.compressing) return;
     state.compressing = true;
     compressResult.hidden = true;
+    compressWays.hidden = true;
     compressButton.disabled = true;
     compressButton.textContent = t("Compressing…");
     const focus = compressFocus.value.trim();
@@ -351,6 +361,7 @@
     } catch (err) {
       compressResult.textContent = REFUSALS[err.code] || err.message;
       compressResult.className = "form-error";
+      if (err.code === "insufficient_credits") offerWaysOut();
     } finally {
       compressResult.hidden = false;
       state.compressing = false;
@@ -374,26 +385,63 @@
     });
   }
 
-  /* CTX-23: a new conversation that starts from this one's summary; the chat opens it. */
-  continueButton.addEventListener("click", async () => {
+  /* CTX-23: a new conversation that starts from this one's summary; the chat opens it.
+     Refusals are written into ``resultEl`` (the window's or the hint's). */
+  async function continueChat(button, resultEl) {
     if (!state.conversationId) return;
-    continueButton.disabled = true;
-    continueResult.hidden = true;
+    button.disabled = true;
+    resultEl.hidden = true;
     try {
       const created = await api("POST", "/api/v1/conversations/" + state.conversationId + "/continue");
       const id = created && (created.id || (created.conversation && created.conversation.id));
       if (!id) throw new Error(t("The new chat could not be opened."));
-      dialog.close();
+      if (dialog.open) dialog.close();
       document.dispatchEvent(new CustomEvent("chatmem:open-conversation", { detail: { id, conversation: created } }));
     } catch (err) {
-      continueResult.textContent = err.code === "nothing_to_compress"
+      resultEl.textContent = err.code === "nothing_to_compress"
         ? t("This chat has no summary yet: compress it first, then continue from it.")
         : err.message;
-      continueResult.hidden = false;
+      resultEl.hidden = false;
     } finally {
-      continueButton.disabled = false;
+      button.disabled = false;
     }
-  });
+  }
+  continueButton.addEventListener("click", () => continueChat(continueButton, continueResult));
+
+  /* Seed 001: when compression cannot be paid for, the ways out — "Request extension" where
+     the server takes requests (GET /api/v1/usage says so, USE-3), and "Continue in a new chat"
+     from the summary (CTX-23), or a plain new chat while there is none. */
+  async function offerWaysOut() {
+    compressWays.replaceChildren();
+    let requests = false;
+    try {
+      const usage = await api("GET", "/api/v1/usage");
+      requests = !!usage && usage.extension_requests !== false;
+    } catch (_) { /* no limits on this server: nothing to request */ }
+    if (requests) {
+      const request = el("button", { type: "button", text: t("Request extension") });
+      request.addEventListener("click", async () => {
+        request.disabled = true;
+        try {
+          const body = await api("POST", "/api/v1/usage/extension-requests");
+          toast(body && body.already_notified ? t("Administrators were already notified") : t("The administrators were notified"));
+        } catch (err) {
+          toast(err.status === 409 || err.status === 429 ? t("Administrators were already notified") : err.message);
+        } finally { request.disabled = false; }
+      });
+      compressWays.append(request);
+    }
+    if (state.summary) {
+      const more = el("button", { type: "button", text: t("Continue in a new chat") });
+      more.addEventListener("click", () => continueChat(more, compressResult));
+      compressWays.append(more);
+    } else {
+      const fresh = el("button", { type: "button", text: t("Start a new chat") });
+      fresh.addEventListener("click", () => location.assign("/"));
+      compressWays.append(fresh);
+    }
+    compressWays.hidden = false;
+  }
 
   function summaryText() {
     if (state.summary && state.summary.text) return state.summary.text;
@@ -408,6 +456,9 @@
     refreshSoon,
     loadFiles,
     summaryText,
+    continueChat,
+    hasSummary: () => !!state.summary,
+    conversationId: () => state.conversationId,
     plan: () => state.plan,
     setDraft(text) { state.draft = text; refreshSoon(); },
     setFiles(files) { state.files = files || []; if (state.plan) renderFiles(state.plan); },
