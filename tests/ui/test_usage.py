@@ -127,6 +127,10 @@ def test_seed004_auto_is_locked_and_the_note_links_to_the_usage_page(
     expect(auto).to_have_attribute("title", re.compile(r"^Credits exhausted"))
     note = alice.get_by_role("link", name="Credits exhausted: you can only use Base")
     expect(note).to_have_attribute("href", "/usage")
+    # For the picture, the selector's options shown as a list (a closed native select hides them).
+    alice.locator("#model-select").evaluate("s => { s.size = s.options.length; }")
+    save_screenshot(alice, "locked-selector.png", readme=True)
+    alice.locator("#model-select").evaluate("s => { s.size = 0; }")
     note.click()
     alice.wait_for_url(server.url + "/usage")
 
