@@ -50,6 +50,14 @@ def server(tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer) -> 
         srv.stop()
 
 
+def _exhausted(server: Server, model: FakeModelServer) -> dict[str, Any]:
+    """Alice's included usage used up (spent once for the module); her profiles by name."""
+    with server.api("alice") as api:
+        if not api.get("/api/v1/usage").json()["exhausted"]:
+            _spend(server, model)
+        return {p["name"]: p for p in api.get("/api/v1/profiles").json()["items"]}
+
+
 def _spend(server: Server, model: FakeModelServer) -> None:
     with server.api("alice") as api:
         premium = next(
@@ -94,9 +102,7 @@ def test_use4_a_chat_on_a_locked_model_shows_the_fallback_and_each_lock_says_why
     alice: Any, server: Server, model: FakeModelServer
 ) -> None:
     with server.api("alice") as api:
-        if not api.get("/api/v1/usage").json()["exhausted"]:
-            _spend(server, model)
-        profiles = {p["name"]: p for p in api.get("/api/v1/profiles").json()["items"]}
+        profiles = _exhausted(server, model)
         c = make_conversation(api, profiles["Premium"]["id"], title="Chosen premium")
         alice.goto(server.url + "/c/" + c["id"])
         expect(alice.locator("#chat-title")).to_have_text("Chosen premium")
@@ -117,9 +123,7 @@ def test_use4_a_chat_on_a_locked_model_shows_the_fallback_and_each_lock_says_why
 def test_seed004_auto_is_locked_and_the_note_links_to_the_usage_page(
     alice: Any, server: Server, model: FakeModelServer
 ) -> None:
-    with server.api("alice") as api:
-        if not api.get("/api/v1/usage").json()["exhausted"]:
-            _spend(server, model)
+    _exhausted(server, model)
     alice.reload()
     auto = alice.locator("#model-select option[value=auto]")
     expect(auto).to_be_disabled()
@@ -139,9 +143,7 @@ def test_seed004_under_a_lock_the_window_prices_and_names_the_fallback(
     alice: Any, server: Server, model: FakeModelServer
 ) -> None:
     with server.api("alice") as api:
-        if not api.get("/api/v1/usage").json()["exhausted"]:
-            _spend(server, model)
-        profiles = {p["name"]: p for p in api.get("/api/v1/profiles").json()["items"]}
+        profiles = _exhausted(server, model)
         c = make_conversation(api, profiles["Premium"]["id"], title="Priced by the fallback")
     alice.goto(server.url + "/c/" + c["id"])
     expect(alice.locator("#chat-title")).to_have_text("Priced by the fallback")
@@ -172,9 +174,7 @@ def test_seed004_the_ring_opens_context_and_usage_with_reset_times(
     alice: Any, server: Server, model: FakeModelServer
 ) -> None:
     with server.api("alice") as api:
-        if not api.get("/api/v1/usage").json()["exhausted"]:
-            _spend(server, model)
-        profiles = {p["name"]: p for p in api.get("/api/v1/profiles").json()["items"]}
+        profiles = _exhausted(server, model)
         c = make_conversation(api, profiles["Base"]["id"], pairs=3, title="Ring and limits")
     alice.goto(server.url + "/c/" + c["id"])
     expect(alice.locator("#chat-title")).to_have_text("Ring and limits")
