@@ -159,6 +159,12 @@ def test_ctx10_automatic_compaction_during_a_turn_shows_the_marker(
     expect(marker.locator(".compaction-text")).to_have_text(
         re.compile(r"^Memory compressed — \d+ earlier messages summarised$")
     )
+    # The marker is drawn again for each summary version the rounds store; open the last.
+    with server.api("alice") as api:
+        stored = api.get(f"/api/v1/conversations/{c['id']}/summary").json()
+    expect(marker).to_have_attribute(
+        "data-key", re.compile(rf"^{stored['id']}\|{stored['version']}\|")
+    )
     marker.get_by_role("button", name="Show summary").click()
     expect(marker.locator(".summary-text")).to_contain_text("fifteen detailed exchanges")
     expect(alice.locator("#messages > .message.dimmed").first).to_be_visible()
