@@ -420,15 +420,7 @@
     } catch (_) { /* no limits on this server: nothing to request */ }
     if (requests) {
       const request = el("button", { type: "button", text: t("Request extension") });
-      request.addEventListener("click", async () => {
-        request.disabled = true;
-        try {
-          const body = await api("POST", "/api/v1/usage/extension-requests");
-          toast(body && body.already_notified ? t("Administrators were already notified") : t("The administrators were notified"));
-        } catch (err) {
-          toast(err.status === 409 || err.status === 429 ? t("Administrators were already notified") : err.message);
-        } finally { request.disabled = false; }
-      });
+      request.addEventListener("click", () => window.chatmem.usage.requestExtension(request));
       compressWays.append(request);
     }
     if (state.summary) {

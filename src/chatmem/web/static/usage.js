@@ -138,15 +138,17 @@
     apply();
   }
 
-  requestButton.addEventListener("click", async () => {
-    requestButton.disabled = true;
+  /* "Request extension" (USE-3), from the warning here or the memory window's ways out. */
+  async function requestExtension(button) {
+    button.disabled = true;
     try {
       const body = await api("POST", "/api/v1/usage/extension-requests");
       toast(body && body.already_notified ? t("Administrators were already notified") : t("The administrators were notified"));
     } catch (err) {
       toast(err.status === 409 || err.status === 429 ? t("Administrators were already notified") : err.message);
-    } finally { requestButton.disabled = false; }
-  });
+    } finally { button.disabled = false; }
+  }
+  requestButton.addEventListener("click", () => requestExtension(requestButton));
   function setOpen(open, refocus) {
     popover.hidden = !open;
     ring.setAttribute("aria-expanded", String(open));
@@ -170,6 +172,6 @@
   // The context share follows the memory plan (typing, a new turn, another conversation).
   document.addEventListener("chatmem:plan", () => { fillRing(); if (!popover.hidden) renderPopover(); });
   document.addEventListener("chatmem:profiles", apply);
-  window.chatmem.usage = { reload: load, apply };
+  window.chatmem.usage = { reload: load, apply, requestExtension };
   load();
 })();
