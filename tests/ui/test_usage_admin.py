@@ -70,14 +70,18 @@ def _spend(server: Server, model: FakeModelServer) -> None:
         assert api.get("/api/v1/usage").json()["exhausted"] is True
 
 
-def test_use4_the_ring_opens_the_usage_page_with_reset_times_and_spending_per_model(
+def test_use4_the_ring_leads_to_the_usage_page_with_reset_times_and_spending_per_model(
     alice: Any, server: Server, model: FakeModelServer
 ) -> None:
     _spend(server, model)
     alice.reload()
     ring = alice.locator("#usage-ring")
     expect(ring).to_have_class("usage-ring exhausted")
+    # The ring is the «Context and usage» button (seed 004): its popover links to the page.
     ring.click()
+    alice.get_by_role("dialog", name="Context and usage").get_by_role(
+        "link", name="Usage details and reset times"
+    ).click()
     expect(alice).to_have_url(re.compile(r"/usage$"))
     expect(alice.get_by_role("heading", name="Usage", exact=True)).to_be_visible()
     session_reset = alice.locator("#bar-session .bar-reset")
