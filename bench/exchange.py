@@ -35,16 +35,16 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chatmem.context import get_tokenizer
+from chatmem.formats.source import ImportSource
 from chatmem.store import accounts
 from chatmem.store.archive import Archiver
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
 from chatmem.store.exchange.importer import import_source
-from chatmem.store.exchange.source import ImportSource
 from chatmem.store.exchange.staged import Transactions, run_staged
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.archives import Archive
-from chatmem.store.tokens import counts_for_text
+from chatmem.store.token_counts import counts_for_text
 
 MB = 1024 * 1024
 T = TypeVar("T")

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from tests.support.app import ApiUser, make_user
 
-from chatmem.auth.secrets import hash_password
+from chatmem.security.passwords import hash_password
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.tables.runs import UsageRow
 

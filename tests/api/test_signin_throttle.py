@@ -16,7 +16,6 @@ from fastapi.testclient import TestClient
 from tests.conftest import skip_or_fail
 from tests.support.app import make_user
 
-from chatmem.auth import secrets as auth_secrets
 from chatmem.auth.throttle import (
     MemoryThrottle,
     RedisThrottle,
@@ -26,6 +25,7 @@ from chatmem.auth.throttle import (
     address_key,
     name_key,
 )
+from chatmem.security import passwords as auth_secrets
 from chatmem.settings import Settings
 from chatmem.web.app import create_app
 

@@ -28,7 +28,7 @@ from tests.support.app import BACKENDS
 from tests.support.serve import ServeProcess
 from tests.support.served import served
 
-from chatmem.auth.secrets import hash_password
+from chatmem.security.passwords import hash_password
 from chatmem.store.db import Database
 from chatmem.store.tables.accounts import User
 

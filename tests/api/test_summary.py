@@ -15,7 +15,7 @@ from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.tables.conversations import Summary
 from chatmem.store.tables.runs import Run
-from chatmem.store.tokens import counts_for_text
+from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import utcnow
 from chatmem.turns.service import LOCK_TTL, lock_name
 from chatmem.web.app import create_app

@@ -248,10 +248,10 @@ def test_export_carries_archived_conversations_and_import_archives_them_again(
 
     from tests.exchange.builders import open_db
 
+    from chatmem.formats.source import ImportSource
     from chatmem.store.archive import archive_imported
     from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
     from chatmem.store.exchange.importer import import_source
-    from chatmem.store.exchange.source import ImportSource
 
     archiver = Archiver(db, settings.state_dir, storage="file")
     alice = make_user(db, "alice")

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from tests.support.app import ApiUser
 
 from chatmem.store.files import add_attachments
-from chatmem.turns.tool_results import ToolAttachment
+from chatmem.tools.results import ToolAttachment
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 3
 

@@ -19,7 +19,7 @@ from chatmem.store.exchange.exporter import export_stream
 from chatmem.store.quotas import UNLIMITED
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import TOKEN_COLUMNS, Conversation, Message, Summary
-from chatmem.store.tokens import counts_for_text
+from chatmem.store.token_counts import counts_for_text
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 PROFILE = {

@@ -17,12 +17,12 @@ from tests.exchange.builders import exported, make_user, open_db, stored_message
 from tests.support.app import ApiUser
 
 from chatmem.cli import main
+from chatmem.formats.reader import read_conversations, sniff
+from chatmem.formats.records import ImportedConversation
+from chatmem.formats.source import ImportSource
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.exchange.importer import import_source
-from chatmem.store.exchange.reader import read_conversations, sniff
-from chatmem.store.exchange.records import ImportedConversation
-from chatmem.store.exchange.source import ImportSource
 
 SAMPLES = Path(__file__).parent / "samples"
 PIXEL = base64.b64decode(

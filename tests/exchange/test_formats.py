@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from chatmem.errors import ImportFormatError
-from chatmem.store.exchange.native import ExportedConversation, export_chunks
-from chatmem.store.exchange.reader import read_conversations, sniff
-from chatmem.store.exchange.records import ImportedConversation
-from chatmem.store.exchange.source import ImportSource
+from chatmem.formats.native import ExportedConversation, export_chunks
+from chatmem.formats.reader import read_conversations, sniff
+from chatmem.formats.records import ImportedConversation
+from chatmem.formats.source import ImportSource
 
 SAMPLES = Path(__file__).parent / "samples"
 

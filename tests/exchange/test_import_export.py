@@ -21,9 +21,9 @@ from tests.exchange.builders import (
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import ToolCall
 from chatmem.errors import ImportFormatError, QuotaExceeded
+from chatmem.formats.source import ImportSource
 from chatmem.store.db import Database
 from chatmem.store.exchange.importer import ImportResult, import_source
-from chatmem.store.exchange.source import ImportSource
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.conversations import (
     Conversation,
@@ -32,7 +32,7 @@ from chatmem.store.tables.conversations import (
     Message,
     Summary,
 )
-from chatmem.store.tokens import UNCOUNTED, counts_for_message
+from chatmem.store.token_counts import UNCOUNTED, counts_for_message
 
 SAMPLES = Path(__file__).parent / "samples"
 KITCHEN = "c1" + "0" * 30  # the sample chatmem export's first conversation (ids of its form)

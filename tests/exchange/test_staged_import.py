@@ -23,10 +23,10 @@ from sqlalchemy.orm import Session
 from tests.exchange.builders import make_user, user_row
 
 from chatmem.errors import Conflict, QuotaExceeded
+from chatmem.formats.source import ImportSource
 from chatmem.store.admin import all_users
 from chatmem.store.db import Database
 from chatmem.store.exchange.importer import ImportResult, import_source
-from chatmem.store.exchange.source import ImportSource
 from chatmem.store.exchange.staged import (
     STAGING_PREFIX,
     StagedImport,

@@ -26,7 +26,7 @@ from chatmem.models.client import (
     ToolCallEvent,
     Usage,
 )
-from chatmem.models.ssrf import EndpointPolicy, StaticResolver
+from chatmem.security.endpoints import EndpointPolicy, StaticResolver
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 PRIVATE_OK = EndpointPolicy(allow_private=True)

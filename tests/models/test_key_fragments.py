@@ -17,7 +17,7 @@ from tests.support.app import ApiUser, make_user
 from tests.support.model_server import FakeModelServer
 from tests.support.runs import finished_run
 
-from chatmem.models.redact import KeyScrubber, scrub_provider_text
+from chatmem.security.redact import KeyScrubber, scrub_provider_text
 from chatmem.settings import Settings
 from chatmem.web.app import create_app
 

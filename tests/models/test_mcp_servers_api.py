@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from tests.support.app import ApiUser, make_user
 
 from chatmem.models import mcp_servers
-from chatmem.models.ssrf import EndpointPolicy, StaticResolver
+from chatmem.security.endpoints import EndpointPolicy, StaticResolver
 from chatmem.settings import Settings
 from chatmem.store.tables.profiles import McpServer
 from chatmem.web.app import create_app

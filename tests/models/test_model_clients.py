@@ -7,7 +7,7 @@ from pathlib import Path
 
 from chatmem.models.client import ModelEndpoint
 from chatmem.models.clients import ModelClients
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.security.endpoints import EndpointPolicy
 from chatmem.settings import Settings
 
 

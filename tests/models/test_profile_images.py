@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from tests.support.app import make_user
 
-from chatmem.models.ssrf import EndpointPolicy, StaticResolver
+from chatmem.security.endpoints import EndpointPolicy, StaticResolver
 from chatmem.settings import Settings
 from chatmem.web.app import create_app
 

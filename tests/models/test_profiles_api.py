@@ -13,7 +13,7 @@ from tests.support.model_server import FakeModelServer
 
 from chatmem.errors import InvalidInput
 from chatmem.models import profiles
-from chatmem.models.ssrf import EndpointPolicy, StaticResolver
+from chatmem.security.endpoints import EndpointPolicy, StaticResolver
 from chatmem.settings import Settings
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.profiles import ModelProfile

@@ -16,7 +16,8 @@ from tests.support.model_server import FakeModelServer
 
 from chatmem.errors import ConfigurationError, SecretUnreadable
 from chatmem.models.rotation import rotate
-from chatmem.models.secrets import (
+from chatmem.security.endpoints import EndpointPolicy
+from chatmem.security.secret_box import (
     FORMAT_VERSION,
     KEY_FILE_NAME,
     SecretBox,
@@ -26,7 +27,6 @@ from chatmem.models.secrets import (
     new_key,
     profile_aad,
 )
-from chatmem.models.ssrf import EndpointPolicy
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.tables.profiles import McpServer, ModelProfile

@@ -9,7 +9,7 @@ from tests.support.model_server import FakeModelServer
 
 from chatmem.errors import EndpointNotAllowed
 from chatmem.models.client import ModelClient, ModelEndpoint
-from chatmem.models.ssrf import (
+from chatmem.security.endpoints import (
     EndpointPolicy,
     StaticResolver,
     address_refusal,

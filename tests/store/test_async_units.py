@@ -12,7 +12,7 @@ from sqlalchemy import text
 from tests.support.loop import settle
 
 from chatmem.store.db import PG_ASYNC_POOL_SIZE, Database
-from chatmem.turns.dbwork import first_statement, work
+from chatmem.store.units import first_statement, work
 
 pytestmark = pytest.mark.parametrize("backend", ["postgresql"])
 

@@ -10,12 +10,12 @@ from sqlalchemy import select
 
 from chatmem.context import tokens as engine_tokens
 from chatmem.context.values import Message as EngineMessage
-from chatmem.store import accounts, tokens
+from chatmem.formats.source import ImportSource
+from chatmem.store import accounts, token_counts
 from chatmem.store.conversations import create_conversation
 from chatmem.store.db import Database
 from chatmem.store.engine import load_engine_conversation
 from chatmem.store.exchange.importer import import_source
-from chatmem.store.exchange.source import ImportSource
 from chatmem.store.messages import append_message
 from chatmem.store.quotas import UNLIMITED
 from chatmem.store.tables.accounts import User
@@ -30,7 +30,7 @@ SAMPLE = Path(__file__).parent.parent / "exchange" / "samples" / "chatgpt_conver
 def db(db: Database, monkeypatch: pytest.MonkeyPatch) -> Database:
     """The store tests' database, reading the tokenizers in use at every write (profiles
     change within a test)."""
-    monkeypatch.setattr(tokens, "IN_USE_SECONDS", 0.0)
+    monkeypatch.setattr(token_counts, "IN_USE_SECONDS", 0.0)
     return db
 
 
@@ -71,7 +71,7 @@ def test_import_counts_what_profiles_use_and_a_plan_counts_the_rest_once(db: Dat
     rows = stored(db, cid)
     assert all(r.tokens_estimate > 0 for r in rows)
     assert [r.tokens_o200k for r in rows] == [exact(r, "o200k_base") for r in rows]
-    assert {r.tokens_cl100k for r in rows} == {tokens.UNCOUNTED}  # no profile uses it
+    assert {r.tokens_cl100k for r in rows} == {token_counts.UNCOUNTED}  # no profile uses it
 
     with db.session() as session:
         planned = load_engine_conversation(session, cid, tokenizer="cl100k_base")
@@ -79,7 +79,7 @@ def test_import_counts_what_profiles_use_and_a_plan_counts_the_rest_once(db: Dat
     rows = stored(db, cid)
     assert [r.tokens_cl100k for r in rows] == [exact(r, "cl100k_base") for r in rows]
     with db.session() as session:  # counted once: the next plan finds nothing to count
-        assert tokens.fill_uncounted(session.connection(), cid, "tokens_cl100k") == 0
+        assert token_counts.fill_uncounted(session.connection(), cid, "tokens_cl100k") == 0
 
 
 def test_append_message_counts_the_estimate_when_no_profile_names_a_tokenizer(
@@ -92,7 +92,7 @@ def test_append_message_counts_the_estimate_when_no_profile_names_a_tokenizer(
         cid = conversation.id
     (row,) = stored(db, cid)
     assert row.tokens_estimate > 0
-    assert (row.tokens_o200k, row.tokens_cl100k) == (tokens.UNCOUNTED, tokens.UNCOUNTED)
+    assert (row.tokens_o200k, row.tokens_cl100k) == (token_counts.UNCOUNTED, token_counts.UNCOUNTED)
     with db.session() as session:
         (message,) = load_engine_conversation(session, cid, tokenizer="o200k_base").messages
     assert message.tokens == exact(row, "o200k_base")
@@ -109,16 +109,16 @@ def test_the_tokenizers_in_use_are_the_databases_own_answer_read_now_and_then(
     db.tokenizers_in_use.clock = lambda: now[0]
     try:
         with db.session() as session:
-            assert tokens.tokenizers_in_use(session) == {"estimate"}
+            assert token_counts.tokenizers_in_use(session) == {"estimate"}
             user = accounts.create_user(session, "cal")
             session.add(o200k_profile(user.id))
         with db.session() as session:  # within the interval: the answer as it was
-            assert tokens.tokenizers_in_use(session) == {"estimate"}
+            assert token_counts.tokenizers_in_use(session) == {"estimate"}
         with other.session() as session:  # another database reads its own
-            assert tokens.tokenizers_in_use(session) == {"estimate", "o200k_base"}
-        now[0] += tokens.IN_USE_SECONDS
+            assert token_counts.tokenizers_in_use(session) == {"estimate", "o200k_base"}
+        now[0] += token_counts.IN_USE_SECONDS
         with db.session() as session:
-            assert tokens.tokenizers_in_use(session) == {"estimate", "o200k_base"}
+            assert token_counts.tokenizers_in_use(session) == {"estimate", "o200k_base"}
     finally:
         db.dispose()
         other.dispose()

@@ -11,12 +11,12 @@ import pytest
 from alembic import command
 from sqlalchemy import Connection, delete, text, update
 
+from chatmem.formats.source import ImportSource
 from chatmem.store import accounts
 from chatmem.store.archive import Archiver
 from chatmem.store.conversations import create_conversation, create_folder, list_conversations
 from chatmem.store.db import Database
 from chatmem.store.exchange.importer import import_source
-from chatmem.store.exchange.source import ImportSource
 from chatmem.store.messages import append_message
 from chatmem.store.migrations import alembic_config
 from chatmem.store.quotas import UNLIMITED

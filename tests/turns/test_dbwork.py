@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from chatmem.store.db import Database
-from chatmem.turns.dbwork import quick_work
+from chatmem.store.units import quick_work
 
 
 @pytest.fixture

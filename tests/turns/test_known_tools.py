@@ -23,8 +23,8 @@ from chatmem.context.recall import with_recall
 from chatmem.context.tokens import EstimateTokenizer
 from chatmem.settings import Settings
 from chatmem.store.tables.profiles import McpServer
-from chatmem.turns.known_tools import stored_tools
-from chatmem.turns.tools import KnownTool
+from chatmem.tools.known import stored_tools
+from chatmem.tools.toolbox import KnownTool
 from chatmem.web.app import create_app
 
 TOKEN = "known-tools"
@@ -188,9 +188,9 @@ def test_a_changed_tool_list_is_listed_again_at_once(growing_url: str) -> None:
     periodic listing (an hour here), and hands the new list on to be kept."""
     import anyio
 
-    from chatmem.models.ssrf import EndpointPolicy
-    from chatmem.turns.mcp_links import McpPool
-    from chatmem.turns.tools import McpServerConfig
+    from chatmem.security.endpoints import EndpointPolicy
+    from chatmem.tools.mcp_links import McpPool
+    from chatmem.tools.toolbox import McpServerConfig
 
     async def go() -> list[set[str]]:
         lists: list[set[str]] = []

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 from tests.support.mcp_server import McpServerProcess, running_mcp_server
 
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.security.endpoints import EndpointPolicy
 from chatmem.settings import Settings
-from chatmem.turns.mcp_links import McpPool
-from chatmem.turns.tools import McpServerConfig, ToolBox
+from chatmem.tools.mcp_links import McpPool
+from chatmem.tools.toolbox import McpServerConfig, ToolBox
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from chatmem.turns.tool_results import bounded, human_size, placeholder, tool_content
+from chatmem.tools.results import bounded, human_size, placeholder, tool_content
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(200)) * 10
 

@@ -14,10 +14,10 @@ import sys
 import typer
 
 from chatmem.errors import InvalidInput
+from chatmem.security.private_dir import make_private_dir
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database
-from chatmem.store.private import make_private_dir
 from chatmem.store.types import iso
 
 

@@ -28,16 +28,16 @@ from sqlalchemy.orm import Session
 
 from chatmem.bounds import Bounds
 from chatmem.errors import InvalidInput, NotFound
+from chatmem.formats.reader import FORMAT_NAMES
+from chatmem.formats.source import ImportSource
+from chatmem.security.private_dir import make_private_dir
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.archive import Archiver, archive_imported
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
 from chatmem.store.exchange.importer import import_source
-from chatmem.store.exchange.reader import FORMAT_NAMES
-from chatmem.store.exchange.source import ImportSource
 from chatmem.store.exchange.staged import STAGING_PREFIX
-from chatmem.store.private import make_private_dir
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
 

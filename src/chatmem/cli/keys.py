@@ -9,10 +9,10 @@ from __future__ import annotations
 import typer
 
 from chatmem.models.rotation import rotate
-from chatmem.models.secrets import encode_key, load_key
+from chatmem.security.private_dir import make_private_dir
+from chatmem.security.secret_box import encode_key, load_key
 from chatmem.settings import Settings
 from chatmem.store.db import Database
-from chatmem.store.private import make_private_dir
 
 
 def register(app: typer.Typer) -> None:

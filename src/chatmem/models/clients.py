@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 from chatmem.errors import ProviderError
 from chatmem.models.client import ModelClient, ModelEndpoint, SharedHttp, http_pool
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.security.endpoints import EndpointPolicy
 from chatmem.settings import Settings
 
 MAX_POOLS = 64

@@ -21,8 +21,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from chatmem.errors import Conflict, InvalidInput, NotFound
-from chatmem.models.secrets import SecretBox, mcp_server_aad
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.security.endpoints import EndpointPolicy
+from chatmem.security.secret_box import SecretBox, mcp_server_aad
 from chatmem.store.db import connection_of
 from chatmem.store.tables.profiles import McpServer
 from chatmem.store.types import iso, new_id

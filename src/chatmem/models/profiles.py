@@ -38,8 +38,8 @@ from chatmem.models.prices import (
     resolve_prices,
     valid_price,
 )
-from chatmem.models.secrets import SecretBox, profile_aad
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.security.endpoints import EndpointPolicy
+from chatmem.security.secret_box import SecretBox, profile_aad
 from chatmem.store import profiles as store
 from chatmem.store.profiles import ProfileRecord, profile_record
 from chatmem.store.tables.accounts import User

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from chatmem.models.secrets import (
+from chatmem.security.secret_box import (
     SecretBox,
     mcp_server_aad,
     new_key,

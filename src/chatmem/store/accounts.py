@@ -2,7 +2,7 @@
 
 Functions take an open SQLAlchemy ``Session`` and never commit (the caller's unit of work
 does).  Plain-text secrets are returned exactly once, at creation; afterwards only digests
-exist (``chatmem.auth.secrets``).
+exist (``chatmem.security.passwords``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from chatmem.auth.secrets import digest, hash_password, new_secret, verify_password
 from chatmem.errors import Conflict, InvalidInput, NotFound, QuotaExceeded, Unauthorized
+from chatmem.security.passwords import digest, hash_password, new_secret, verify_password
 from chatmem.store.db import Database, connection_of
 from chatmem.store.tables.accounts import ApiToken, BrowserSession, SigninLink, User
 from chatmem.store.types import utcnow

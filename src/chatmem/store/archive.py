@@ -59,12 +59,12 @@ from chatmem.errors import (
     QuotaExceeded,
     TurnRunning,
 )
+from chatmem.formats.native import native_conversation
+from chatmem.security.private_dir import make_private_dir, open_private
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_stream
 from chatmem.store.exchange.importer import file_rows, message_rows, summary_rows, version_rows
-from chatmem.store.exchange.native import native_conversation
-from chatmem.store.private import make_private_dir, open_private
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.search import insert_messages
 from chatmem.store.tables.accounts import User

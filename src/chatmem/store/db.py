@@ -34,9 +34,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from chatmem.errors import ConfigurationError
+from chatmem.security.private_dir import create_private_file, make_private_dir
 from chatmem.settings import Settings
-from chatmem.store.private import create_private_file, make_private_dir
-from chatmem.store.tokens import IN_USE_KEY, TokenizersInUse
+from chatmem.store.token_counts import IN_USE_KEY, TokenizersInUse
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: Request sessions and units of work in flight at once, per process (``Database.slots``).

@@ -46,7 +46,7 @@ from chatmem.store.tables.conversations import Conversation, File, Message, Summ
 from chatmem.store.tables.profiles import McpServer, ModelProfile
 from chatmem.store.tables.projects import Project
 from chatmem.store.tables.runs import UsageRow
-from chatmem.store.tokens import column_for, fill_uncounted
+from chatmem.store.token_counts import column_for, fill_uncounted
 
 PAGE_SIZE = 32  # the newest page; older pages double in size
 #: The rows the partial index ``ix_messages_hidden`` covers (the same expression as its

@@ -14,7 +14,7 @@ from chatmem.errors import InvalidInput, NotFound
 from chatmem.store.db import connection_of
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Message
-from chatmem.store.tokens import counts_for_text
+from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import new_id, utcnow
 
 FILE_STATES = ("auto", "pinned", "excluded")

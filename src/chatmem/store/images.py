@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 from chatmem.errors import InvalidInput, NotFound, PayloadTooLarge
 from chatmem.store.db import connection_of
 from chatmem.store.tables.conversations import Conversation, File, Message
-from chatmem.store.tokens import counts_for_text
+from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import new_id, utcnow
 
 #: Largest image stored, in bytes (the bound OpenAI and Anthropic put on one image is 20 MB

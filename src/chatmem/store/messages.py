@@ -24,7 +24,7 @@ from chatmem.store.db import connection_of
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Message
-from chatmem.store.tokens import counts_for_message, tokenizers_in_use
+from chatmem.store.token_counts import counts_for_message, tokenizers_in_use
 from chatmem.store.types import new_id, utcnow
 
 ROLES = ("user", "assistant", "system", "tool")

@@ -22,7 +22,7 @@ from chatmem.store.files import MAX_NAME, check_state
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.projects import Project, ProjectFile, ProjectFileState
-from chatmem.store.tokens import counts_for_text
+from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import iso, utcnow
 
 MAX_PROJECT_NAME = 200

@@ -9,10 +9,10 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from chatmem.auth.bootstrap import first_start
+from chatmem.security.private_dir import make_private_dir, sqlite_files, warn_if_exposed
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.exchange.staged import Transactions, sweep_stale
-from chatmem.store.private import make_private_dir, sqlite_files, warn_if_exposed
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from chatmem.store.conversations import create_conversation
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import TOKEN_COLUMNS, Conversation, Summary
-from chatmem.store.tokens import counts_for_text
+from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import utcnow
 
 #: The ``model`` of a version written by the user (CTX-23): an honest marker, no new column.

@@ -26,7 +26,7 @@ from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.summaries import add_summary
-from chatmem.turns.dbwork import work
+from chatmem.store.units import work
 from chatmem.turns.inputs import ModelTarget, TurnInputs, price
 
 MARKER = "Memory compressed — {n} earlier messages summarised"

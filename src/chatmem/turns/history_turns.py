@@ -30,7 +30,7 @@ from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.types import new_id
-from chatmem.turns.dbwork import quick_work
+from chatmem.store.units import quick_work
 from chatmem.turns.history_match import CLIENT_TOOL, Said, match_history, stored_view
 from chatmem.turns.inputs import TurnInputs
 from chatmem.turns.service import LOCK_TTL, MAX_CONTENT_CHARS, TurnService, lock_name

@@ -29,8 +29,8 @@ from sqlalchemy.orm import Session
 
 from chatmem.store import runs
 from chatmem.store.db import Database
+from chatmem.store.units import first_statement, quick_statement, work
 from chatmem.turns.coordinator import Coordinator
-from chatmem.turns.dbwork import first_statement, quick_statement, work
 from chatmem.turns.events import RunEvent
 
 T = TypeVar("T")

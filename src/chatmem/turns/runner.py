@@ -58,11 +58,14 @@ from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.types import new_id
-from chatmem.turns.approvals import Approvals
-from chatmem.turns.client_tools import ClientTools
+from chatmem.store.units import read, work
+from chatmem.tools.approvals import Approvals
+from chatmem.tools.client import ClientTools
+from chatmem.tools.recall import Recall
+from chatmem.tools.results import ToolAttachment, bounded, store_tool_message
+from chatmem.tools.toolbox import ToolBox, ToolOutcome, ToolRoute
 from chatmem.turns.compaction import run_fold
 from chatmem.turns.coordinator import Coordinator
-from chatmem.turns.dbwork import read, work
 from chatmem.turns.inputs import (
     Calibrations,
     TurnInputs,
@@ -73,9 +76,6 @@ from chatmem.turns.inputs import (
 )
 from chatmem.turns.journal import EventJournal
 from chatmem.turns.metering import bound_tool_result, counted_answer
-from chatmem.turns.recall import Recall
-from chatmem.turns.tool_results import ToolAttachment, bounded, store_tool_message
-from chatmem.turns.tools import ToolBox, ToolOutcome, ToolRoute
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from chatmem.context.values import Mode
 from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunning
 from chatmem.models.clients import ModelClients
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.security.endpoints import EndpointPolicy
 from chatmem.settings import Settings
 from chatmem.store import runs, versions
 from chatmem.store.conversations import owned_conversation_row
@@ -39,19 +39,19 @@ from chatmem.store.messages import insert_message
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import File
 from chatmem.store.types import new_id
+from chatmem.store.units import first_work, read, work
+from chatmem.tools.approvals import Approvals, Decision, decide
+from chatmem.tools.known import KnownTools
+from chatmem.tools.mcp_links import McpPool
+from chatmem.tools.toolbox import McpServerConfig, ToolBox, load_mcp_servers, read_mcp_servers
 from chatmem.turns import answerer as answers
 from chatmem.turns import recovery
-from chatmem.turns.approvals import Approvals, Decision, decide
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
-from chatmem.turns.dbwork import first_work, read, work
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import Calibrations, TurnInputs, load_inputs
 from chatmem.turns.journal import EventJournal, EventWrites, stored_events
-from chatmem.turns.known_tools import KnownTools
-from chatmem.turns.mcp_links import McpPool
 from chatmem.turns.runner import TurnJob, TurnRunner
-from chatmem.turns.tools import McpServerConfig, ToolBox, load_mcp_servers, read_mcp_servers
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -678,7 +678,7 @@ def warm_tokenizers(db: Database) -> None:
     """Loads the encoding of every tokenizer a profile uses once (they are process-wide and
     cached); one a profile takes up later loads on its first count."""
     from chatmem import context as engine
-    from chatmem.store.tokens import tokenizers_in_use
+    from chatmem.store.token_counts import tokenizers_in_use
 
     with contextlib.suppress(Exception):  # a database not there yet: nothing to warm
         with db.engine.connect() as connection:

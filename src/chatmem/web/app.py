@@ -17,8 +17,8 @@ from fastapi import FastAPI
 
 from chatmem import __version__
 from chatmem.auth.throttle import throttle_from_settings, trusted_proxies_from_settings
-from chatmem.models.secrets import check_env_key, load_key
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.security.endpoints import EndpointPolicy
+from chatmem.security.secret_box import check_env_key, load_key
 from chatmem.settings import Settings
 from chatmem.store.db import WORKER_THREADS
 from chatmem.store.startup import open_database

@@ -28,8 +28,8 @@ from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from chatmem.auth.cookies import CSRF_COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
-from chatmem.auth.secrets import digest, same
 from chatmem.errors import Forbidden, Unauthorized
+from chatmem.security.passwords import digest, same
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database, end_session

@@ -1,8 +1,8 @@
 """Request dependencies for the model rooms: the secret box and the endpoint policy.
 
 Both are built once at start-up (``create_app`` / its lifespan) and live on ``app.state``:
-``app.state.secrets`` (a :class:`~chatmem.models.secrets.SecretBox`) and
-``app.state.endpoint_policy`` (an :class:`~chatmem.models.ssrf.EndpointPolicy`; tests may
+``app.state.secrets`` (a :class:`~chatmem.security.secret_box.SecretBox`) and
+``app.state.endpoint_policy`` (an :class:`~chatmem.security.endpoints.EndpointPolicy`; tests may
 replace it with one using a ``StaticResolver``).
 """
 
@@ -12,8 +12,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from chatmem.models.secrets import SecretBox
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.security.endpoints import EndpointPolicy
+from chatmem.security.secret_box import SecretBox
 
 
 def get_secrets(request: Request) -> SecretBox:

@@ -1,7 +1,7 @@
-"""Export and import (STORE-5).
+"""Export and import (STORE-5), the writing side.
 
-``chatmem.export/1`` is written as a stream (:mod:`.native`) and every supported input —
-chatmem's own export, ChatGPT, Claude and Open WebUI — is read as a stream (:mod:`.reader`)
-into neutral :class:`~.records.ImportedConversation` values, which :mod:`.importer` writes in
-one transaction.  :mod:`.exporter` turns stored rows into the export document.
+Every supported input is read as a stream by the pure :mod:`chatmem.formats` into neutral
+:class:`~chatmem.formats.records.ImportedConversation` values, which :mod:`.importer` writes
+in one transaction (the CLI) and :mod:`.staged` in short ones (the server).
+:mod:`.exporter` turns stored rows into the export document.
 """

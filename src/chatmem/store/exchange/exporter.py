@@ -23,9 +23,9 @@ from sqlalchemy.orm import Session
 
 from chatmem.context.values import default_answer_reserve
 from chatmem.errors import NotFound
+from chatmem.formats.native import ExportedConversation, export_chunks
+from chatmem.formats.records import PROFILE_KEYS, format_time
 from chatmem.store import projects
-from chatmem.store.exchange.native import ExportedConversation, export_chunks
-from chatmem.store.exchange.records import PROFILE_KEYS, format_time
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import (
     TOKEN_COLUMNS,

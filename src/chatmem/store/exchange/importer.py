@@ -36,11 +36,11 @@ from sqlalchemy.orm import Session
 
 from chatmem.context.values import Message as EngineMessage
 from chatmem.errors import Conflict
+from chatmem.formats.reader import read_conversations, sniff
+from chatmem.formats.records import ImportedConversation
+from chatmem.formats.source import ImportSource, Progress
 from chatmem.store import projects, quotas
 from chatmem.store.conversations import create_folder
-from chatmem.store.exchange.reader import read_conversations, sniff
-from chatmem.store.exchange.records import ImportedConversation
-from chatmem.store.exchange.source import ImportSource, Progress
 from chatmem.store.images import FORMATS, add_image, image_size
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.search import insert_messages
@@ -53,7 +53,7 @@ from chatmem.store.tables.conversations import (
     MessageVersion,
     Summary,
 )
-from chatmem.store.tokens import (
+from chatmem.store.token_counts import (
     counts_for_message,
     counts_for_text,
     tokenizers_in_use,

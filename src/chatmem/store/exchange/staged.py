@@ -46,6 +46,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from chatmem.errors import Conflict, Unauthorized
+from chatmem.formats.reader import read_conversations, sniff
+from chatmem.formats.source import ImportSource
 from chatmem.store import projects, quotas
 from chatmem.store.db import Database
 from chatmem.store.exchange.importer import (
@@ -58,12 +60,10 @@ from chatmem.store.exchange.importer import (
     already_present,
     prepare,
 )
-from chatmem.store.exchange.reader import read_conversations, sniff
-from chatmem.store.exchange.source import ImportSource
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
-from chatmem.store.tokens import tokenizers_in_use
+from chatmem.store.token_counts import tokenizers_in_use
 from chatmem.store.types import new_id, utcnow
 
 T = TypeVar("T")

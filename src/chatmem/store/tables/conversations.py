@@ -105,7 +105,7 @@ class Message(Base):
         UniqueConstraint("conversation_id", "seq", name="uq_messages_conversation_id_seq"),
         # Search: full-text hit (num) → conversation without reading the message row.
         Index("ix_messages_num_conversation", "num", "conversation_id"),
-        # Issue 16: exact counts left to count when first needed (chatmem.store.tokens).
+        # Issue 16: exact counts left to count when first needed (chatmem.store.token_counts).
         *(
             Index(
                 f"ix_messages_uncounted_{name}",

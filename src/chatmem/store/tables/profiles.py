@@ -1,6 +1,6 @@
 """Model profiles (PROF-1) and MCP servers (TURN-4): the rows that hold encrypted secrets.
 
-Secrets are AES-GCM ciphertexts bound to their row (``chatmem.models.secrets``): an API key
+Secrets are AES-GCM ciphertexts bound to their row (``chatmem.security.secret_box``): an API key
 copied onto another profile's row does not decrypt.  A profile belongs to its creator
 (``user_id``); an admin's profile with ``shared`` set is visible to everyone.  ``user_id`` is
 nullable so a shared profile survives its creator's account.  ``summarizer_profile_id`` is a

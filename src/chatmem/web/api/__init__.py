@@ -19,7 +19,7 @@ ROUTE_MODULES = [
     "exchange",
     "archive",
     "auth",
-    "tokens",
+    "api_tokens",
     "folders",
     "conversations",
     "messages",

@@ -6,7 +6,7 @@
 * ``profiles.accepts_images`` (false): whether the model takes image input.
 * The conservative estimate now counts one token per digit (and more for base64): every
   cached ``tokens_estimate`` of messages, summaries and files is counted again, in batches,
-  with the estimate as installed (``chatmem.store.tokens.recount_estimates``).  A downgrade
+  with the estimate as installed (``chatmem.store.token_counts.recount_estimates``).  A downgrade
   keeps the new counts (they are the more conservative ones).
 
 Revision ID: 0007_attachments_recount
@@ -32,7 +32,7 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("accepts_images", sa.Boolean(), nullable=False, server_default=sa.false())
         )
-    from chatmem.store.tokens import recount_estimates
+    from chatmem.store.token_counts import recount_estimates
 
     recount_estimates(op.get_bind())
 

@@ -1,7 +1,7 @@
 """Exact token counts counted when first needed (CTX-2, issue 16).
 
 A message's exact counts (``tokens_o200k``, ``tokens_cl100k``) are computed at write time only
-for the tokenizers some profile names; the others are stored as -1 (``chatmem.store.tokens.
+for the tokenizers some profile names; the others are stored as -1 (``chatmem.store.token_counts.
 UNCOUNTED``) and counted once, the first time a plan needs them.  Two partial indexes hold
 just those rows, so the loader's "anything left to count in this conversation?" costs an
 empty index probe.  No existing row changes (every stored count is a real one).

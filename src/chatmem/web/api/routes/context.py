@@ -15,8 +15,8 @@ from fastapi.responses import Response
 from pydantic import Field
 
 from chatmem.context.values import Mode
+from chatmem.store.units import read
 from chatmem.turns.context_view import plan_bytes, plan_for, profile_plan_for
-from chatmem.turns.dbwork import read
 from chatmem.web.api.routes.turns import UserId
 from chatmem.web.api.schemas import Body
 

@@ -28,13 +28,13 @@ from sqlalchemy.orm import Session
 
 from chatmem.bounds import Bounds
 from chatmem.errors import ImportFormatError
+from chatmem.formats.source import ImportSource
+from chatmem.store import units
 from chatmem.store.archive import Archiver, archive_imported
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
-from chatmem.store.exchange.source import ImportSource
 from chatmem.store.exchange.staged import run_staged
 from chatmem.store.quotas import Limits
-from chatmem.turns import dbwork
 from chatmem.web.deps import CurrentUser, DatabaseDep, DbSession, SettingsDep
 from chatmem.web.errors import UPLOAD_RESPONSES
 from chatmem.web.uploads import ReceivedUpload
@@ -79,7 +79,7 @@ class ServerUnits:
             return fn(session)
 
     def write(self, fn: Callable[[Session], T], /) -> T:
-        return anyio.from_thread.run(functools.partial(dbwork.work_in_thread, self.db, fn))
+        return anyio.from_thread.run(functools.partial(units.work_in_thread, self.db, fn))
 
 
 # The upload is streamed by hand, so /openapi.json is told what it is.

@@ -21,7 +21,7 @@ from chatmem.store import summaries
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import Summary
-from chatmem.turns.dbwork import read, work
+from chatmem.store.units import read, work
 from chatmem.turns.service import lock_name
 from chatmem.web.api.routes.turns import UserId, turn_service
 from chatmem.web.api.schemas import Body, conversation_public, summary_public

@@ -24,11 +24,11 @@ import ijson
 from chatmem.bounds import clean_value
 from chatmem.context.document import DOCUMENT_KEYS
 from chatmem.errors import ImportFormatError
-from chatmem.store.exchange.detect import Format, detect_format
-from chatmem.store.exchange.foreign import CONVERTERS
-from chatmem.store.exchange.native import native_conversation
-from chatmem.store.exchange.records import ImportedConversation
-from chatmem.store.exchange.source import ImportSource, Progress
+from chatmem.formats.detect import Format, detect_format
+from chatmem.formats.foreign import CONVERTERS
+from chatmem.formats.native import native_conversation
+from chatmem.formats.records import ImportedConversation
+from chatmem.formats.source import ImportSource, Progress
 
 FORMAT_NAMES: dict[str, str] = {
     "chatmem": "chatmem export",

@@ -29,8 +29,8 @@ from typing import Any
 from chatmem.context.document import SUMMARY_KEYS, conversation_from_export
 from chatmem.context.errors import PlanInputError
 from chatmem.context.values import ToolCall
-from chatmem.store.exchange.detect import NATIVE_FORMAT
-from chatmem.store.exchange.records import (
+from chatmem.formats.detect import NATIVE_FORMAT
+from chatmem.formats.records import (
     FILE_STATES,
     MODES,
     PROFILE_KEYS,

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatmem.context.values import ToolCall
-from chatmem.turns.tools import ToolBox, ToolOutcome, ToolRoute
+from chatmem.tools.toolbox import ToolBox, ToolOutcome, ToolRoute
 
 
 def tool_name(schema: Mapping[str, Any]) -> str:

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from chatmem.store import runs
 from chatmem.store.db import Database
-from chatmem.turns.dbwork import read, work
+from chatmem.store.units import read, work
 
 Decision = Literal["approved", "refused", "expired"]
 

@@ -2,7 +2,7 @@
 
 Administrators register MCP servers (streamable HTTP; URL and headers stored encrypted by
 the profiles room).  Each enabled server has one long-lived session owned by a
-:class:`~chatmem.turns.mcp_links.ServerLink` (kept by the turn service for the app's life);
+:class:`~chatmem.tools.mcp_links.ServerLink` (kept by the turn service for the app's life);
 a turn gets a :class:`McpToolBox` — a snapshot of the tools the ready servers listed, as
 OpenAI function schemas (the engine counts them in the plan's Tools row) — and each call is
 routed to the link of the server that owns the tool.  A server that cannot be reached, or
@@ -12,7 +12,7 @@ What is offered follows each server's policy (PROV-6): an allow-list of its tool
 all), and tools marked "ask first", which the runner pauses on until the user approves.
 
 Connections obey the endpoint policy (PROF-4): the SDK's HTTP client (httpx2) gets a network
-backend that resolves through :class:`~chatmem.models.ssrf.EndpointPolicy` and connects to
+backend that resolves through :class:`~chatmem.security.endpoints.EndpointPolicy` and connects to
 the address it checked, the same pinning the model client uses; redirects are not followed.
 """
 
@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.models.ssrf import EndpointPolicy, connect_checked
-from chatmem.turns.tool_results import ToolAttachment, tool_content
+from chatmem.security.endpoints import EndpointPolicy, connect_checked
+from chatmem.tools.results import ToolAttachment, tool_content
 
 if TYPE_CHECKING:
-    from chatmem.turns.mcp_links import ServerLink
+    from chatmem.tools.mcp_links import ServerLink
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +236,7 @@ class McpToolBox(ToolBox):
         return self._routes.get(name)
 
     async def call(self, name: str, arguments: str) -> ToolOutcome:
-        from chatmem.turns.mcp_links import CallLost, CallTimedOut, ServerUnavailable
+        from chatmem.tools.mcp_links import CallLost, CallTimedOut, ServerUnavailable
 
         route = self._routes.get(name)
         if route is None:

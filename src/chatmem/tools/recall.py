@@ -30,9 +30,9 @@ from chatmem.context.recall import (
 )
 from chatmem.store.db import Database
 from chatmem.store.recall import recall_hits
-from chatmem.turns.dbwork import read
+from chatmem.store.units import read
+from chatmem.tools.toolbox import ToolBox, ToolOutcome, ToolRoute
 from chatmem.turns.inputs import TurnInputs
-from chatmem.turns.tools import ToolBox, ToolOutcome, ToolRoute
 
 #: The longest query a call may send (characters).
 MAX_QUERY_CHARS = 500

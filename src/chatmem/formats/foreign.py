@@ -48,7 +48,7 @@ from typing import Any
 
 from chatmem.context.values import Role
 from chatmem.errors import InvalidInput, PayloadTooLarge
-from chatmem.store.exchange.records import (
+from chatmem.formats.records import (
     Asset,
     ImportedConversation,
     ImportedFile,

@@ -49,9 +49,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ToolListChangedNotification
 
-from chatmem.models.ssrf import EndpointPolicy
+from chatmem.security.endpoints import EndpointPolicy
 from chatmem.store.types import iso, utcnow
-from chatmem.turns.tools import McpServerConfig, McpToolBox, ToolBox, _pinned_http_client
+from chatmem.tools.toolbox import McpServerConfig, McpToolBox, ToolBox, _pinned_http_client
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from chatmem.errors import ConfigurationError, SecretUnreadable
-from chatmem.store.private import make_private_dir
+from chatmem.security.private_dir import make_private_dir
 
 FORMAT_VERSION = 1
 KEY_BYTES = 32

@@ -29,7 +29,7 @@ from typing import BinaryIO
 
 from chatmem.bounds import Bounds, JsonScanner
 from chatmem.errors import ImportFormatError
-from chatmem.store.exchange.records import Asset
+from chatmem.formats.records import Asset
 
 Progress = Callable[[int, int], None]  # (bytes read so far, total bytes)
 

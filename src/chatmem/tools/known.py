@@ -14,7 +14,7 @@ and :class:`KnownTools` holds, in memory, the enabled servers and one list per s
 
 A list this process has not seen is counted as the last known one, never as none: a server
 that is down still counts (conservatively) what it offered last.  The schemas are built by
-:func:`~chatmem.turns.tools.offered`, the turn's toolbox's own function, so the plan counts
+:func:`~chatmem.tools.toolbox.offered`, the turn's toolbox's own function, so the plan counts
 what a turn sends.
 """
 
@@ -29,8 +29,8 @@ from typing import Any
 from chatmem.store.db import Database
 from chatmem.store.mcp_tools import save_known_tools
 from chatmem.store.types import utcnow
-from chatmem.turns.dbwork import work
-from chatmem.turns.tools import KnownTool, McpServerConfig, offered
+from chatmem.store.units import work
+from chatmem.tools.toolbox import KnownTool, McpServerConfig, offered
 
 log = logging.getLogger(__name__)
 
