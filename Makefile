@@ -44,7 +44,8 @@ bench: $(STAMP) $(PEERS_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
-	$(BIN)/mypy
+	$(BIN)/mypy --strict
+	$(BIN)/lint-imports
 	$(BIN)/vulture src vulture_whitelist.py --min-confidence 60
 
 # PROJ-4: the catalogs follow the templates and scripts — new strings appear in every .po

@@ -48,6 +48,7 @@ from typing import Any
 
 from chatmem.context.values import Role
 from chatmem.errors import InvalidInput, PayloadTooLarge
+from chatmem.formats.images import inspect_image, sniff
 from chatmem.formats.records import (
     Asset,
     ImportedConversation,
@@ -55,7 +56,6 @@ from chatmem.formats.records import (
     ImportedMessage,
     parse_time,
 )
-from chatmem.store.images import inspect_image, sniff
 
 #: Looks a file up by the export's own id for it (``file-AbC…``); ``None`` when not held.
 FindAsset = Callable[[str], Asset | None]

@@ -36,12 +36,13 @@ from sqlalchemy.orm import Session
 
 from chatmem.context.values import Message as EngineMessage
 from chatmem.errors import Conflict
+from chatmem.formats.images import FORMATS, image_size
 from chatmem.formats.reader import read_conversations, sniff
 from chatmem.formats.records import ImportedConversation
 from chatmem.formats.source import ImportSource, Progress
 from chatmem.store import projects, quotas
 from chatmem.store.conversations import create_folder
-from chatmem.store.images import FORMATS, add_image, image_size
+from chatmem.store.images import add_image
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.search import insert_messages
 from chatmem.store.tables.accounts import User

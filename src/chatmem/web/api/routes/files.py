@@ -14,6 +14,7 @@ from starlette.datastructures import UploadFile
 
 from chatmem.bounds import check_value
 from chatmem.errors import InvalidInput
+from chatmem.formats.images import is_image
 from chatmem.store import conversations as store
 from chatmem.store import files as store_files
 from chatmem.store import images as store_images
@@ -56,7 +57,7 @@ async def _upload(request: Request, received: Upload) -> FileCreate | ImageUploa
             if not isinstance(upload, UploadFile):
                 raise InvalidInput("file: missing (send the file in a form field named 'file')")
             raw = await upload.read()
-            if store_images.is_image(raw, upload.content_type):
+            if is_image(raw, upload.content_type):
                 message_id = form.get("message_id")
                 return ImageUpload(
                     upload.filename, raw, message_id if isinstance(message_id, str) else None
