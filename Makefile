@@ -44,7 +44,7 @@ bench: $(STAMP) $(PEERS_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
-	$(BIN)/mypy --strict
+	$(BIN)/mypy  # strict (pyproject)
 	$(BIN)/lint-imports
 	$(BIN)/vulture src vulture_whitelist.py --min-confidence 60
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import typer
 
-from chatmem.context import MODES, Mode, PlanInputError, count_message, get_tokenizer, plan
+from chatmem.context import MODES, PlanInputError, count_message, get_tokenizer, plan
 from chatmem.context.compaction import SummaryRound
 from chatmem.context.document import load_export
 from chatmem.context.folding import fold, run_fold
@@ -81,7 +81,7 @@ def run_plan(
             context_window=window,
             answer_reserve=default_answer_reserve(window) if automatic else profile.answer_reserve,
         )
-    chosen = cast(Mode, mode) if mode is not None else item.mode
+    chosen = mode if mode is not None else item.mode
     tokenizer = get_tokenizer(profile.tokenizer)
     # Each message is counted once (the plan and every round read the sums).
     conversation_value = replace(

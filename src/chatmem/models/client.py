@@ -170,7 +170,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_delay)
-        return min(self.base_delay * (2**attempt), self.max_delay) * (0.5 + random.random() / 2)
+        return min(self.base_delay * (2.0**attempt), self.max_delay) * (0.5 + random.random() / 2)
 
 
 # --- the client --------------------------------------------------------------------------------

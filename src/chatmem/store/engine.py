@@ -347,7 +347,7 @@ class LazyMessages(Sequence[EngineMessage]):
         ).first()
         if row is None or row.hidden:
             return None
-        seq = row.seq
+        seq: int = row.seq
         if self._seqs is not None:
             return self._seqs.index(seq)
         return seq - self._first - bisect.bisect_left(self._hidden, seq)

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 import anyio
 from fastapi import Depends, Request
@@ -38,11 +38,11 @@ from chatmem.store.types import utcnow
 
 
 def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
+    return cast(Settings, request.app.state.settings)
 
 
 def get_database(request: Request) -> Database:
-    return request.app.state.db
+    return cast(Database, request.app.state.db)
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

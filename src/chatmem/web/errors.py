@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -168,7 +168,7 @@ def _allowed_methods(request: Request) -> list[str] | None:
         request.app.state.allow_table = table
     for pattern, methods in table:
         if pattern.match(request.url.path):
-            return methods
+            return cast(list[str], methods)
     return None
 
 

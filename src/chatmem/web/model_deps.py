@@ -8,7 +8,7 @@ replace it with one using a ``StaticResolver``).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import Depends, Request
 
@@ -17,11 +17,11 @@ from chatmem.security.secret_box import SecretBox
 
 
 def get_secrets(request: Request) -> SecretBox:
-    return request.app.state.secrets
+    return cast(SecretBox, request.app.state.secrets)
 
 
 def get_endpoint_policy(request: Request) -> EndpointPolicy:
-    return request.app.state.endpoint_policy
+    return cast(EndpointPolicy, request.app.state.endpoint_policy)
 
 
 SecretsDep = Annotated[SecretBox, Depends(get_secrets)]
