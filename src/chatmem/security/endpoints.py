@@ -62,7 +62,9 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # --- address policy, as data ------------------------------------------------------------------
 
 
-def _nets(pairs: Iterable[tuple[str, str]]) -> tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...]:
+def _nets(
+    pairs: Iterable[tuple[str, str]],
+) -> tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...]:
     return tuple((ipaddress.ip_network(net), why) for net, why in pairs)
 
 
