@@ -1,15 +1,15 @@
-"""Turns (SPEC §4): server-owned runs, their events, coordination across replicas, MCP tools.
+"""Turns (SPEC §4): server-owned runs, their events, coordination across replicas.
 
 - ``service`` — the turn service on ``app.state.turns``: submit, stop, watch, recover,
   manual compaction; owns the tasks that run turns.
 - ``runner`` — one turn: plan → (compaction) → model stream → tools → checkpoint → repeat.
 - ``inputs`` — where the runner meets the engine, the store and the profiles.
 - ``compaction`` — running a compaction the engine asked for, atomically (CTX-12).
-- ``tools`` — MCP servers' tools for a turn (TURN-4).
 - ``events`` / ``journal`` — numbered run events, published live and stored in batches.
 - ``coordinator`` / ``redis_coordinator`` — live fan-out, stop signals, locks, liveness.
 - ``recovery`` — runs of dead processes become ``interrupted`` (TURN-3).
 - ``context_view`` — the context endpoint's cached plans.
 - ``usage`` — spending and included usage (USE-1 … USE-3).
-- ``dbwork`` — short database units for async code.
+
+What a tool is lives in :mod:`chatmem.tools`; the database units in :mod:`chatmem.store.units`.
 """
