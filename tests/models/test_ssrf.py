@@ -15,8 +15,8 @@ from chatmem.security.endpoints import (
     address_refusal,
     embedded_ipv4,
     parse_allowed_endpoints,
-    safe_async_client,
 )
+from chatmem.security.network import safe_async_client
 
 # A test resolver: public-looking names, names that point inside, and cloud metadata.
 RESOLVER = StaticResolver(

@@ -85,7 +85,8 @@ from chatmem.errors import (
     ProviderRefusesTools,
     ProviderUnreachable,
 )
-from chatmem.security.endpoints import EndpointPolicy, safe_async_client
+from chatmem.security.endpoints import EndpointPolicy
+from chatmem.security.network import safe_async_client
 from chatmem.security.redact import KeyScrubber, scrub_provider_text
 
 log = logging.getLogger(__name__)

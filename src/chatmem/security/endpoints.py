@@ -8,9 +8,10 @@ user-supplied URL goes through one :class:`EndpointPolicy`, applied twice:
 1. **When a profile (or MCP server) is saved** — :meth:`EndpointPolicy.check_url` parses the
    URL, checks its form and resolves the host name once, refusing if *any* address is not a
    public unicast address.  The user gets ``endpoint_not_allowed`` immediately.
-2. **Every time a connection is opened** — the httpx transport from :func:`safe_async_client`
-   uses a network backend that resolves the name again through the same policy and connects
-   to *the address it just checked* (never letting the OS resolve a second time), while TLS
+2. **Every time a connection is opened** — the pinned network backend of
+   :mod:`chatmem.security.network` (under the model client and the MCP links alike)
+   resolves the name again through the same policy and connects to *the address it just
+   checked* (never letting the OS resolve a second time), while TLS
    is still verified against the host name.  A name that rebinds to a private address between
    save and use is therefore refused at connect time, and nothing else can slip in between the
    check and the connect.
@@ -43,15 +44,10 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-import ssl
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-import anyio
-import anyio.to_thread
-import certifi
-import httpcore
 import httpx
 
 from chatmem.errors import ConfigurationError, EndpointNotAllowed
@@ -312,7 +308,7 @@ class EndpointPolicy:
         if not 0 < port < 65536:
             raise _refuse(url, "the port is out of range")
         trusted = self.is_trusted(host, port)
-        ip_literal = _is_ip_literal(host)
+        ip_literal = is_ip_literal(host)
         if ip_literal:
             try:
                 ipaddress.ip_address(host)
@@ -342,7 +338,7 @@ class EndpointPolicy:
         if host in METADATA_NAMES:
             raise _refuse(host, f"{host} is a cloud metadata service")
         trusted = self.is_trusted(host, port)
-        if _is_ip_literal(host):
+        if is_ip_literal(host):
             try:
                 raw = [str(ipaddress.ip_address(host))]
             except ValueError:
@@ -413,7 +409,7 @@ def _refuse(url: object, why: str) -> EndpointNotAllowed:
     return EndpointNotAllowed(f"This endpoint is not allowed: {why}.", reason=why)
 
 
-def _is_ip_literal(host: str) -> bool:
+def is_ip_literal(host: str) -> bool:
     """True for anything the OS could read as an address, canonical or not."""
     if ":" in host:
         return True
@@ -429,137 +425,3 @@ def _is_ip_literal(host: str) -> bool:
 def _check_dns_name(url: str, host: str) -> None:
     if len(host) > 253 or not all(_LABEL.match(label) for label in host.split(".")):
         raise _refuse(url, "the host is not a valid DNS name")
-
-
-# --- connecting to the checked address ---------------------------------------------------------
-
-
-async def connect_checked(
-    policy: EndpointPolicy,
-    inner: Any,
-    host: str,
-    port: int,
-    connect_errors: tuple[type[Exception], ...],
-    **options: Any,
-) -> Any:
-    """Resolve ``host`` through the policy (refusing what it refuses) and connect ``inner``
-    (an httpcore-style network backend) to the first checked address that answers.
-
-    Shared by our httpx transport and the MCP SDK's httpx2 one, whose httpcore flavours
-    differ only in their module names."""
-    if _is_ip_literal(host.strip("[]")):
-        addresses = policy.checked_addresses(host, port)  # nothing to resolve: no thread hop
-    else:
-        addresses = await anyio.to_thread.run_sync(policy.checked_addresses, host, port)
-    last: Exception | None = None
-    for address in addresses:
-        try:
-            return await inner.connect_tcp(address, port, **options)
-        except connect_errors as exc:
-            last = exc
-    assert last is not None
-    raise last
-
-
-class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
-    """Resolves through the policy and connects to the address that passed the check.
-
-    httpcore calls ``connect_tcp(host, port)`` with the URL's host name; the TLS handshake
-    that follows still uses that host name for SNI and certificate verification, so pinning
-    the IP here keeps TLS honest while making DNS rebinding impossible.
-    """
-
-    def __init__(self, policy: EndpointPolicy) -> None:
-        self._policy = policy
-        self._inner = httpcore.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        stream: httpcore.AsyncNetworkStream = await connect_checked(
-            self._policy,
-            self._inner,
-            host,
-            port,
-            (httpcore.ConnectError, httpcore.ConnectTimeout),
-            timeout=timeout,
-            local_address=local_address,
-            socket_options=socket_options,
-        )
-        return stream
-
-    async def connect_unix_socket(
-        self, *args: object, **kwargs: object
-    ) -> httpcore.AsyncNetworkStream:
-        raise EndpointNotAllowed(
-            "This endpoint is not allowed: unix sockets.", reason="unix socket"
-        )
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-class SafeTransport(httpx.AsyncHTTPTransport):
-    """An httpx transport that enforces the policy on every request it sends."""
-
-    def __init__(
-        self,
-        policy: EndpointPolicy,
-        *,
-        ssl_context: ssl.SSLContext | None = None,
-        limits: httpx.Limits = httpx.Limits(max_connections=20, max_keepalive_connections=5),
-    ) -> None:
-        ctx = ssl_context or ssl.create_default_context(cafile=certifi.where())
-        super().__init__(verify=ctx, trust_env=False, limits=limits)
-        self._policy = policy
-        self._passed: set[str] = set()
-        # Same pool httpx would build, with our network backend.  No proxy, ever.
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ctx,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=PinnedNetworkBackend(policy),
-        )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        # The syntactic rules (scheme, user-info, numeric hosts) apply to every request URL,
-        # not only the one that was saved; the backend then checks the addresses.  A URL
-        # that passed is remembered (the check is pure syntax): a model endpoint is called
-        # with the same URL at every step of every turn.
-        url = str(request.url)
-        if url not in self._passed:
-            self._policy.check_syntax(url)
-            if len(self._passed) >= 256:
-                self._passed.clear()
-            self._passed.add(url)
-        return await super().handle_async_request(request)
-
-
-def safe_async_client(
-    policy: EndpointPolicy,
-    *,
-    timeout: httpx.Timeout | float = 30.0,
-    headers: Mapping[str, str] | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-    limits: httpx.Limits | None = None,
-) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` for user-supplied URLs: policy-checked, pinned, no redirects,
-    no proxies from the environment.  Use it for model APIs and MCP servers alike."""
-    transport = (
-        SafeTransport(policy, ssl_context=ssl_context)
-        if limits is None
-        else SafeTransport(policy, ssl_context=ssl_context, limits=limits)
-    )
-    return httpx.AsyncClient(
-        transport=transport,
-        timeout=timeout,
-        headers=dict(headers or {}),
-        follow_redirects=False,
-        trust_env=False,
-    )

@@ -20,7 +20,13 @@ first connection is waited for at most ``first_wait`` seconds after it was creat
 hung server costs one turn that much, once).  A call is a request put on the link's memory
 channel with a future for its answer.  It has a deadline (the server's call timeout), and a
 caller that goes away (Stop) cancels just that call's scope inside the link and returns at
-once: nothing a tool server does can hold a turn.
+once: nothing a tool server does can hold a turn.  The turn's :class:`McpToolBox` routes
+each call to the link of the server that owns the tool; a server that cannot be reached, or
+hangs, is simply not offered: one broken server does not break every chat.
+
+Connections obey the endpoint policy (PROF-4): the SDK's HTTP client is
+:func:`~chatmem.security.network.pinned_mcp_client`, the same pinned network backend the
+model client uses; redirects are not followed.
 
 Health.  Each link keeps its state, its last error (with the time), its last success and the
 number of tools it lists, for the administrators (``GET /api/v1/mcp-servers``).  Every
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 import time
@@ -50,8 +57,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ToolListChangedNotification
 
 from chatmem.security.endpoints import EndpointPolicy
+from chatmem.security.network import pinned_mcp_client
 from chatmem.store.types import iso, utcnow
-from chatmem.tools.toolbox import McpServerConfig, McpToolBox, ToolBox, _pinned_http_client
+from chatmem.tools.results import tool_content
+from chatmem.tools.toolbox import (
+    McpServerConfig,
+    ToolBox,
+    ToolOutcome,
+    ToolRoute,
+    offered,
+)
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +177,7 @@ class ServerLink:
         policy: EndpointPolicy,
         *,
         refresh: float = 60.0,
-        http_factory: HttpFactory = _pinned_http_client,
+        http_factory: HttpFactory = pinned_mcp_client,
         on_listed: OnListed | None = None,
     ) -> None:
         #: Replaced in place when only the policy changes (allow-list, ask first, call timeout).
@@ -384,6 +399,63 @@ async def _list_tools(client: Any) -> list[Any]:
     return tools
 
 
+class McpToolBox(ToolBox):
+    """The tools of the ready MCP servers for one turn: a snapshot of their cached lists,
+    filtered by each server's allow-list.  Calls go to the server's long-lived link; closing
+    the box closes nothing (the links belong to the turn service)."""
+
+    def __init__(self, links: Sequence[ServerLink]) -> None:
+        self._links = {link.config.id: link for link in links}
+        self.schemas, self._routes = offered([(link.config, link.tools) for link in links])
+
+    def route(self, name: str) -> ToolRoute | None:
+        return self._routes.get(name)
+
+    async def call(self, name: str, arguments: str) -> ToolOutcome:
+        route = self._routes.get(name)
+        if route is None:
+            return ToolOutcome(f"Unknown tool {name!r}.", is_error=True)
+        try:
+            args = json.loads(arguments or "{}")
+        except ValueError:
+            return ToolOutcome("The tool arguments were not valid JSON.", is_error=True)
+        if not isinstance(args, dict):
+            return ToolOutcome("The tool arguments must be a JSON object.", is_error=True)
+        try:
+            result = await self._links[route.server_id].call(route.tool, args)
+        except CallTimedOut as exc:
+            return ToolOutcome(
+                f"The tool did not answer within {exc.seconds:g} s. Its result is unknown; "
+                "it was not repeated automatically.",
+                is_error=True,
+                unknown=True,
+            )
+        except CallLost:
+            return ToolOutcome(
+                f"The result of this tool call is unknown: the connection to the MCP server "
+                f"{route.server_name!r} ended during the call. It was not repeated "
+                "automatically.",
+                is_error=True,
+                unknown=True,
+            )
+        except ServerUnavailable as exc:
+            return ToolOutcome(
+                f"The tool was not called: the MCP server {route.server_name!r} is "
+                f"unavailable ({exc.reason}).",
+                is_error=True,
+            )
+        except Exception as exc:
+            return ToolOutcome(
+                f"The tool failed: {type(exc).__name__}: {exc}"[:2000], is_error=True
+            )
+        content = tool_content(result, route.tool)  # binary parts as attachments (PROV-4)
+        return ToolOutcome(
+            content.text,
+            is_error=bool(getattr(result, "is_error", False)),
+            attachments=content.attachments,
+        )
+
+
 @dataclass
 class McpPool:
     """The links of the enabled MCP servers, for the app's life (the turn service's)."""
@@ -391,7 +463,7 @@ class McpPool:
     policy: EndpointPolicy
     refresh: float = 60.0
     first_wait: float = 0.2
-    http_factory: HttpFactory = _pinned_http_client
+    http_factory: HttpFactory = pinned_mcp_client
     on_listed: OnListed | None = None
     _links: dict[str, ServerLink] = field(default_factory=dict)
     _closing: set[asyncio.Task[None]] = field(default_factory=set)

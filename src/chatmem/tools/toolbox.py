@@ -1,37 +1,30 @@
-"""MCP tools for a turn (TURN-4, PROV-3, PROV-6): the OpenAI tool schemas, and calls.
+"""What a tool is for a turn (TURN-4, PROV-3, PROV-6): the toolbox, its routes and outcomes.
+
+A turn's runner sees one :class:`ToolBox`: the OpenAI function schemas it offers (the engine
+counts them in the plan's Tools row), where each name leads (:class:`ToolRoute`), and a call
+that answers a :class:`ToolOutcome` — never an exception.  The default box has no tools;
+the MCP servers' box (:class:`~chatmem.tools.mcp_links.McpToolBox`, over the long-lived
+links), the client's tools (:mod:`chatmem.tools.client`) and ``recall``
+(:mod:`chatmem.tools.recall`) are boxes too.  This module imports none of them: the rooms'
+arrows point here.
 
 Administrators register MCP servers (streamable HTTP; URL and headers stored encrypted by
-the profiles room).  Each enabled server has one long-lived session owned by a
-:class:`~chatmem.tools.mcp_links.ServerLink` (kept by the turn service for the app's life);
-a turn gets a :class:`McpToolBox` — a snapshot of the tools the ready servers listed, as
-OpenAI function schemas (the engine counts them in the plan's Tools row) — and each call is
-routed to the link of the server that owns the tool.  A server that cannot be reached, or
-hangs, is simply not offered: one broken server does not break every chat.
-
-What is offered follows each server's policy (PROV-6): an allow-list of its tools (absent:
-all), and tools marked "ask first", which the runner pauses on until the user approves.
-
-Connections obey the endpoint policy (PROF-4): the SDK's HTTP client (httpx2) gets a network
-backend that resolves through :class:`~chatmem.security.endpoints.EndpointPolicy` and connects to
-the address it checked, the same pinning the model client uses; redirects are not followed.
+the profiles room); :func:`read_mcp_servers` reads the enabled ones as
+:class:`McpServerConfig`.  What is offered follows each server's policy (PROV-6): an
+allow-list of its tools (absent: all), and tools marked "ask first", which the runner pauses
+on until the user approves; :func:`offered` applies it, for a turn's box and for the plans
+before any turn alike.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import re
-import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chatmem.security.endpoints import EndpointPolicy, connect_checked
-from chatmem.tools.results import ToolAttachment, tool_content
-
-if TYPE_CHECKING:
-    from chatmem.tools.mcp_links import ServerLink
+from chatmem.tools.results import ToolAttachment
 
 log = logging.getLogger(__name__)
 
@@ -163,123 +156,6 @@ class ToolBox:
 
     async def aclose(self) -> None:
         return None
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """One verifying context for every MCP connection: loading the CA bundle takes tens of
-    milliseconds, which each (re)connection would otherwise spend on the event loop."""
-    import httpx2
-
-    return httpx2.create_ssl_context(trust_env=False)
-
-
-def _pinned_http_client(policy: EndpointPolicy, headers: Mapping[str, str]) -> Any:
-    """An httpx2 client for the MCP SDK whose connections go to policy-checked addresses."""
-    import httpcore2
-    import httpx2
-
-    class PinnedBackend(httpcore2.AsyncNetworkBackend):
-        def __init__(self) -> None:
-            self._inner = httpcore2.AnyIOBackend()
-
-        async def connect_tcp(
-            self,
-            host: str,
-            port: int,
-            timeout: float | None = None,
-            local_address: str | None = None,
-            socket_options: Any = None,
-        ) -> Any:
-            return await connect_checked(
-                policy,
-                self._inner,
-                host,
-                port,
-                (httpcore2.ConnectError, httpcore2.ConnectTimeout),
-                timeout=timeout,
-                local_address=local_address,
-                socket_options=socket_options,
-            )
-
-        async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
-            raise httpcore2.ConnectError("unix sockets are not allowed")
-
-        async def sleep(self, seconds: float) -> None:
-            await self._inner.sleep(seconds)
-
-    ssl_context = _ssl_context()
-    transport = httpx2.AsyncHTTPTransport(verify=ssl_context, trust_env=False)
-    transport._pool = httpcore2.AsyncConnectionPool(  # same pool, our network backend
-        ssl_context=ssl_context,
-        network_backend=PinnedBackend(),
-    )
-    return httpx2.AsyncClient(
-        transport=transport,
-        headers=dict(headers),
-        timeout=httpx2.Timeout(30.0, read=300.0),
-        follow_redirects=False,
-        trust_env=False,
-    )
-
-
-class McpToolBox(ToolBox):
-    """The tools of the ready MCP servers for one turn: a snapshot of their cached lists,
-    filtered by each server's allow-list.  Calls go to the server's long-lived link; closing
-    the box closes nothing (the links belong to the turn service)."""
-
-    def __init__(self, links: Sequence[ServerLink]) -> None:
-        self._links = {link.config.id: link for link in links}
-        self.schemas, self._routes = offered([(link.config, link.tools) for link in links])
-
-    def route(self, name: str) -> ToolRoute | None:
-        return self._routes.get(name)
-
-    async def call(self, name: str, arguments: str) -> ToolOutcome:
-        from chatmem.tools.mcp_links import CallLost, CallTimedOut, ServerUnavailable
-
-        route = self._routes.get(name)
-        if route is None:
-            return ToolOutcome(f"Unknown tool {name!r}.", is_error=True)
-        try:
-            args = json.loads(arguments or "{}")
-        except ValueError:
-            return ToolOutcome("The tool arguments were not valid JSON.", is_error=True)
-        if not isinstance(args, dict):
-            return ToolOutcome("The tool arguments must be a JSON object.", is_error=True)
-        try:
-            result = await self._links[route.server_id].call(route.tool, args)
-        except CallTimedOut as exc:
-            return ToolOutcome(
-                f"The tool did not answer within {exc.seconds:g} s. Its result is unknown; "
-                "it was not repeated automatically.",
-                is_error=True,
-                unknown=True,
-            )
-        except CallLost:
-            return ToolOutcome(
-                f"The result of this tool call is unknown: the connection to the MCP server "
-                f"{route.server_name!r} ended during the call. It was not repeated "
-                "automatically.",
-                is_error=True,
-                unknown=True,
-            )
-        except ServerUnavailable as exc:
-            return ToolOutcome(
-                f"The tool was not called: the MCP server {route.server_name!r} is "
-                f"unavailable ({exc.reason}).",
-                is_error=True,
-            )
-        except Exception as exc:
-            return ToolOutcome(
-                f"The tool failed: {type(exc).__name__}: {exc}"[:2000], is_error=True
-            )
-        content = tool_content(result, route.tool)  # binary parts as attachments (PROV-4)
-        return ToolOutcome(
-            content.text,
-            is_error=bool(getattr(result, "is_error", False)),
-            attachments=content.attachments,
-        )
 
 
 def load_mcp_servers(session: Any, settings: Any, secrets: Any) -> list[McpServerConfig]:
