@@ -16,10 +16,12 @@ The result is bounded by the tokens the window has free (:func:`result_budget`).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import anyio.to_thread
 
-from chatmem.context import get_tokenizer
+from chatmem.context import Plan, Profile, Tokenizer, get_tokenizer
 from chatmem.context.recall import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -32,10 +34,29 @@ from chatmem.store.db import Database
 from chatmem.store.recall import recall_hits
 from chatmem.store.units import read
 from chatmem.tools.toolbox import ToolBox, ToolOutcome, ToolRoute
-from chatmem.turns.inputs import TurnInputs
 
 #: The longest query a call may send (characters).
 MAX_QUERY_CHARS = 500
+
+
+class RecallStep(Protocol):
+    """What recall reads of a turn's step (the turn's inputs): whether it offered ``recall``,
+    its plan (what it sends, what it has free), its tool schemas and its tokenizer."""
+
+    @property
+    def recall(self) -> bool: ...
+
+    @property
+    def plan(self) -> Plan: ...
+
+    @property
+    def tools(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def tokenizer(self) -> Tokenizer | None: ...
+
+    @property
+    def profile(self) -> Profile: ...
 
 
 def parse_arguments(arguments: str) -> tuple[str, int] | str:
@@ -65,11 +86,11 @@ class Recall:
         self._conversation_id = conversation_id
         self._returned: set[str] = set()
 
-    def box(self, toolbox: ToolBox, inputs: TurnInputs) -> ToolBox:
+    def box(self, toolbox: ToolBox, inputs: RecallStep) -> ToolBox:
         """``toolbox`` with ``recall`` answered here when the step offered it."""
         return _RecallBox(toolbox, self, inputs) if inputs.recall else toolbox
 
-    async def call(self, arguments: str, inputs: TurnInputs) -> ToolOutcome:
+    async def call(self, arguments: str, inputs: RecallStep) -> ToolOutcome:
         parsed = parse_arguments(arguments)
         if isinstance(parsed, str):
             return ToolOutcome(parsed, is_error=True)
@@ -95,7 +116,7 @@ class Recall:
 class _RecallBox(ToolBox):
     """A step's toolbox with ``recall`` in front of it."""
 
-    def __init__(self, inner: ToolBox, recall: Recall, inputs: TurnInputs) -> None:
+    def __init__(self, inner: ToolBox, recall: Recall, inputs: RecallStep) -> None:
         self._inner = inner
         self._recall = recall
         self._inputs = inputs

@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.orm import Session
-
+from chatmem.settings import Settings
 from chatmem.store.files import add_attachments
+from chatmem.store.sessions import Session
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 #: Extensions for media types the platform's table may not know (or names oddly).
@@ -179,7 +179,7 @@ def store_tool_message(
     session: Session,
     conversation_id: str,
     content: str,
-    settings: Any,
+    settings: Settings,
     meta: dict[str, Any],
     extra: dict[str, Any],
     attachments: Sequence[ToolAttachment],

@@ -24,6 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatmem.security.secret_box import SecretBox
+from chatmem.settings import Settings
+from chatmem.store.sessions import Handle
 from chatmem.tools.results import ToolAttachment
 
 log = logging.getLogger(__name__)
@@ -158,13 +161,15 @@ class ToolBox:
         return None
 
 
-def load_mcp_servers(session: Any, settings: Any, secrets: Any) -> list[McpServerConfig]:
+def load_mcp_servers(
+    session: Handle, settings: Settings, secrets: SecretBox
+) -> list[McpServerConfig]:
     """The enabled MCP servers with decrypted headers (the profiles room's repository)."""
     return read_mcp_servers(session, settings, secrets)[0]
 
 
 def read_mcp_servers(
-    session: Any, settings: Any, secrets: Any
+    session: Handle, settings: Settings, secrets: SecretBox
 ) -> tuple[list[McpServerConfig], list[tuple[str, Any]]]:
     """:func:`load_mcp_servers`, and each enabled server's stored tool list (its JSON)."""
     from chatmem.models import mcp_servers
