@@ -1,6 +1,6 @@
 """Every error chatmem raises on purpose, as data, never as HTTP.
 
-Hierarchy::
+Hierarchy (every class; two live beside the one rule that raises them, named here)::
 
     ChatmemError                      code (CONTRACT error code)
     ├── NotFound                      not_found        (also for other users' objects)
@@ -12,6 +12,8 @@ Hierarchy::
     ├── Forbidden                     forbidden
     ├── EndpointNotAllowed            endpoint_not_allowed
     ├── QuotaExceeded                 quota_exceeded
+    ├── SigninThrottled               rate_limited     (failed sign-ins: chatmem.auth.throttle)
+    ├── MemoryNotFolded               does_not_fit     (summaries too long: chatmem.turns.runner)
     ├── Conflict                      conflict
     │   ├── TurnRunning               turn_running
     │   ├── CompactionRunning         compaction_running
@@ -23,6 +25,7 @@ Hierarchy::
     └── ProviderError                 provider_error   (the model API failed)
         ├── ProviderContextLength     context_length_exceeded
         ├── ProviderEmptyStream       provider_error   (HTTP 200, nothing streamed: PROV-2)
+        ├── ProviderRefusesTools      provider_refuses_tools (the server takes no tools)
         ├── AnswerTooLarge            answer_too_large (past CHATMEM_MAX_ANSWER_BYTES: PROV-5)
         ├── ProviderAuthError         provider_auth
         ├── ProviderRateLimited       rate_limited
