@@ -17,15 +17,8 @@ from chatmem.errors import (
     ProviderRateLimited,
     ProviderUnreachable,
 )
-from chatmem.models.client import (
-    Finish,
-    ModelClient,
-    ModelEndpoint,
-    RetryPolicy,
-    TextDelta,
-    ToolCallEvent,
-    Usage,
-)
+from chatmem.models.client import ModelClient, ModelEndpoint, RetryPolicy
+from chatmem.models.stream import Finish, TextDelta, ToolCallEvent, Usage
 from chatmem.security.endpoints import EndpointPolicy, StaticResolver
 
 KEY = "sk-test-SECRET-0123456789abcdef"

@@ -19,16 +19,9 @@ from chatmem.errors import (
     ProviderError,
     ProviderRefusesTools,
 )
-from chatmem.models.client import (
-    Finish,
-    ReasoningDelta,
-    SharedHttp,
-    TextDelta,
-    ToolCallEvent,
-    Usage,
-    http_pool,
-    requested_tokens,
-)
+from chatmem.models.pool import SharedHttp, http_pool
+from chatmem.models.refusals import requested_tokens
+from chatmem.models.stream import Finish, ReasoningDelta, TextDelta, ToolCallEvent, Usage
 
 
 async def test_a_stream_without_usage_yields_no_usage_event_PROV_1(

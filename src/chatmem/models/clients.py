@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from chatmem.errors import ProviderError
-from chatmem.models.client import ModelClient, ModelEndpoint, SharedHttp, http_pool
+from chatmem.models.client import ModelClient, ModelEndpoint
+from chatmem.models.pool import SharedHttp, http_pool
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.settings import Settings
 

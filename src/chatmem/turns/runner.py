@@ -51,9 +51,9 @@ from chatmem.errors import (
     ProviderError,
     ProviderRefusesTools,
 )
-from chatmem.models.client import Finish, ReasoningDelta, TextDelta, ToolCallEvent, Usage
 from chatmem.models.clients import ModelClients
 from chatmem.models.profiles import turn_recall_off
+from chatmem.models.stream import Finish, ReasoningDelta, TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import Database
