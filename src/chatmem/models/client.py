@@ -23,26 +23,28 @@ Real servers' quirks (PROV-1, PROV-2, PROV-5):
   request once without streaming (``max_tokens`` 1) to learn the real error, which is how
   llama.cpp reports a prompt beyond its context.
 - A context-length error carries the prompt size the provider named, in any of the common
-  wordings (:func:`~chatmem.models.refusals.context_error`), so the caller can recalibrate the profile.
+  wordings (:func:`~chatmem.models.refusals.context_error`), so the caller can recalibrate
+  the profile.
 - ``max_answer_bytes`` bounds one answer (text and tool-call arguments, UTF-8): past it the
   text up to the bound is yielded and :class:`~chatmem.errors.AnswerTooLarge` raised, which
-  closes the stream.  A single SSE line is bounded too (:mod:`~chatmem.models.stream`), so a server
-  cannot make us buffer more than a few times the bound.  Reasoning counts toward it.
+  closes the stream.  A single SSE line is bounded too (:mod:`~chatmem.models.stream`), so a
+  server cannot make us buffer more than a few times the bound.  Reasoning counts toward it.
 - A server without tool calling refuses a request offering tools in its own words (Ollama,
   vLLM, llama.cpp without ``--jinja``): :class:`~chatmem.errors.ProviderRefusesTools`, never
   retried; the turn decides (it drops the recall tool when nobody chose it).
 - A server that wants 9-character alphanumeric tool call ids (Mistral) gets the history's ids
-  in that form (:func:`~chatmem.models.refusals.short_tool_call_ids`), after its first refusal and from then on.
+  in that form (:func:`~chatmem.models.refusals.short_tool_call_ids`), after its first
+  refusal and from then on.
 - Parallel tool calls streamed whole without an ``index`` (Gemini) stay apart
   (:mod:`~chatmem.models.stream`).
 - OpenAI's 429 ``insufficient_quota`` (an account out of credit) is not retried.
 
 Errors are ``chatmem.errors``: ``ProviderContextLength`` (CTX-19), ``ProviderAuthError``
 (401/403), ``ProviderRateLimited`` (429 after retries), ``ProviderRefusesTools``,
-``ProviderUnreachable`` (connect failures and
-timeouts), ``EndpointNotAllowed`` (the policy, or a redirect), else
-``ProviderError``.  The API key goes only into the ``Authorization`` header and is never
-logged; provider messages are scrubbed of it before they become error text.
+``ProviderUnreachable`` (connect failures and timeouts), ``EndpointNotAllowed`` (the policy,
+or a redirect), else ``ProviderError``.  The API key goes only into the ``Authorization``
+header and is never logged; provider messages are scrubbed of it before they become error
+text.
 """
 
 from __future__ import annotations

@@ -11,10 +11,9 @@ user-supplied URL goes through one :class:`EndpointPolicy`, applied twice:
 2. **Every time a connection is opened** — the pinned network backend of
    :mod:`chatmem.security.network` (under the model client and the MCP links alike)
    resolves the name again through the same policy and connects to *the address it just
-   checked* (never letting the OS resolve a second time), while TLS
-   is still verified against the host name.  A name that rebinds to a private address between
-   save and use is therefore refused at connect time, and nothing else can slip in between the
-   check and the connect.
+   checked* (never letting the OS resolve a second time), while TLS is still verified against
+   the host name.  A name that rebinds to a private address between save and use is therefore
+   refused at connect time, and nothing else can slip in between the check and the connect.
 
 Rules, by default:
 
