@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
@@ -137,3 +137,19 @@ def conversation_files(session: Session, conversation_id: str) -> list[File]:
             .order_by(File.created_at, File.id)
         )
     )
+
+
+def conversation_file_ids(
+    session: Session, conversation_id: str, file_ids: Sequence[str]
+) -> set[str]:
+    """Which of ``file_ids`` are files of the conversation (a turn attaches only its own)."""
+    return set(
+        session.scalars(
+            select(File.id).where(File.id.in_(file_ids), File.conversation_id == conversation_id)
+        )
+    )
+
+
+def attach_files(session: Session, file_ids: Sequence[str], message_id: str) -> None:
+    """The files go with the message they were sent with (PROJ-2)."""
+    session.execute(update(File).where(File.id.in_(file_ids)).values(message_id=message_id))

@@ -20,7 +20,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import anyio
 from sqlalchemy import Connection
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from chatmem.store.db import Database
@@ -158,6 +158,25 @@ async def first_work(
     first events): it goes ahead of the other units waiting to write
     (:class:`~chatmem.store.db.Turns`)."""
     return await _quick(db, True, fn, *args, **kwargs)
+
+
+class KeyTaken(Exception):
+    """A unit broke a unique rule: a concurrent unit stored the same key first (the caller
+    answers with what that unit stored)."""
+
+
+async def first_unique_work(
+    db: Database,
+    fn: Callable[Concatenate[Session, P], T],
+    /,
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """:func:`first_work`; a unique rule the unit broke is :class:`KeyTaken` (rolled back)."""
+    try:
+        return await first_work(db, fn, *args, **kwargs)
+    except IntegrityError as exc:
+        raise KeyTaken() from exc
 
 
 async def first_statement(

@@ -17,41 +17,41 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, cast
 
 import anyio
-from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
-from chatmem.context.values import Mode
-from chatmem.errors import CompactionRunning, InvalidInput, NotFound, TurnRunning
+from chatmem.errors import CompactionRunning, InvalidInput, NothingToCompress, TurnRunning
 from chatmem.models.clients import ModelClients
 from chatmem.security.endpoints import EndpointPolicy
+from chatmem.security.secret_box import SecretBox
 from chatmem.settings import Settings
-from chatmem.store import runs, versions
+from chatmem.store import runs, summaries
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
-from chatmem.store.engine import StepConversation
-from chatmem.store.messages import insert_message
-from chatmem.store.quotas import Limits
-from chatmem.store.tables.conversations import File
+from chatmem.store.sessions import Session
 from chatmem.store.types import new_id
-from chatmem.store.units import first_work, read, work
+from chatmem.store.units import KeyTaken, first_unique_work, quick_work, read, work
 from chatmem.tools.approvals import Approvals, Decision, decide
 from chatmem.tools.known import KnownTools
 from chatmem.tools.mcp_links import McpPool
-from chatmem.tools.toolbox import McpServerConfig, ToolBox, load_mcp_servers, read_mcp_servers
-from chatmem.turns import answerer as answers
+from chatmem.tools.toolbox import McpServerConfig, ToolBox, read_mcp_servers
 from chatmem.turns import recovery
+from chatmem.turns.admission import Admission, Admitted, Redo, admitted_before, check_content
+from chatmem.turns.compaction import run_fold
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
 from chatmem.turns.events import RunEvent
-from chatmem.turns.inputs import Calibrations, TurnInputs, load_inputs
+from chatmem.turns.history_match import Said
+from chatmem.turns.history_turns import HistoryTurn, admit_history, check_messages
+from chatmem.turns.inputs import Calibrations, TurnInputs
 from chatmem.turns.journal import EventJournal, EventWrites, stored_events
+from chatmem.turns.manual_compaction import compaction_plan, price_public
 from chatmem.turns.runner import TurnJob, TurnRunner
+from chatmem.turns.usage import check_can_spend
+from chatmem.turns.versions import show_version
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -62,7 +62,9 @@ SHUTDOWN_MESSAGE = (
     "continue."
 )
 LOCK_TTL = 60.0
-MAX_CONTENT_CHARS = 1_000_000
+#: What holds a conversation (:meth:`TurnService.conversation`): a turn, an edit of what a
+#: turn plans from (a version shown, the summary), or a compaction.
+Purpose = Literal["turn", "edit", "compaction"]
 
 
 def lock_name(conversation_id: str) -> str:
@@ -70,19 +72,20 @@ def lock_name(conversation_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class Redo:
-    """PROJ-3: a turn that answers again — ``regenerate`` the answer to the last question
-    (``message_id``: that question or a message of its answer), or else the last question
-    (``message_id``) edited and sent again."""
-
-    message_id: str
-    regenerate: bool
-
-
-@dataclass(frozen=True)
 class Submitted:
     run_id: str
     created: bool
+
+
+@dataclass
+class Held:
+    """A conversation's lock, held inside :meth:`TurnService.conversation`."""
+
+    conversation_id: str
+    #: The coordinator lock: (name, token).
+    lock: tuple[str, str]
+    #: Taken over by a run, which releases it when it ends.
+    handed_over: bool = False
 
 
 @dataclass
@@ -106,6 +109,12 @@ class LiveRun:
 
 
 class TurnService:
+    """The turns of the app.  Its public seam is what the routes call: :meth:`submit`,
+    :meth:`redo`, :meth:`submit_history`, :meth:`switch_version`, :meth:`compact` (and its
+    price), :meth:`edit_summary`, each inside one :meth:`conversation` that holds the
+    conversation's lock; a turn's admission is one unit (:mod:`chatmem.turns.admission`);
+    :meth:`stop`, :meth:`decide`, :meth:`watch` for the runs."""
+
     def __init__(
         self,
         db: Database,
@@ -114,7 +123,7 @@ class TurnService:
         *,
         model_factory: Callable[[TurnInputs], Any] | None = None,
         toolbox_factory: Callable[[], Awaitable[ToolBox]] | None = None,
-        secrets: Any = None,
+        secrets: SecretBox | None = None,
         policy: EndpointPolicy | None = None,
     ) -> None:
         self.db = db
@@ -133,6 +142,10 @@ class TurnService:
         self.context_cache = ContextCache()
         #: CTX-2: every profile's calibration factor, for turns and the context endpoint.
         self.calibrations = Calibrations()
+        #: The one unit that lets a turn in (:mod:`chatmem.turns.admission`).
+        self.admission = Admission(
+            settings, secrets, self.calibrations, self.coordinator.replica_id
+        )
         #: Seed 003: the tools a turn would offer by each server's last known list, for the
         #: context endpoint's Tools row from the start (kept with the servers' records).
         self.known = KnownTools(db)
@@ -154,7 +167,7 @@ class TurnService:
         cls,
         db: Database,
         settings: Settings,
-        secrets: Any = None,
+        secrets: SecretBox | None = None,
         policy: EndpointPolicy | None = None,
     ) -> TurnService:
         coordinator: Coordinator
@@ -280,17 +293,33 @@ class TurnService:
         self._mcp_sync = asyncio.ensure_future(sync())
         self.known.reading(self._mcp_sync)
 
-    # -- locks ------------------------------------------------------------------------------
-    async def _take_lock(self, user_id: str, conversation_id: str, *, for_turn: bool) -> str:
-        token = await self.coordinator.acquire(lock_name(conversation_id), LOCK_TTL)
-        if token is not None:
-            return token
-        running = await self._read(runs.running_run, conversation_id)
-        if running is not None and for_turn:
-            raise TurnRunning()
-        raise CompactionRunning()
+    # -- the seam: one conversation at a time ---------------------------------------------
+    @contextlib.asynccontextmanager
+    async def conversation(
+        self, user_id: str, conversation_id: str, purpose: Purpose
+    ) -> AsyncIterator[Held]:
+        """Holds the conversation's lock for what runs inside: taken on entry, released on
+        exit — unless a run took it over (:meth:`_start`), which releases it when it ends.
 
-    # -- submit -----------------------------------------------------------------------------
+        Busy, it refuses: ``not_found`` for somebody else's conversation (STORE-1, busy or
+        not), else ``turn_running`` while a turn runs there (``compaction_running`` when the
+        holder is a compaction), and ``compaction_running`` for a compaction whatever holds
+        it."""
+        name = lock_name(conversation_id)
+        token = await self.coordinator.acquire(name, LOCK_TTL)
+        if token is None:
+            await self._read(owned_conversation_row, user_id, conversation_id)
+            running = await self._read(runs.running_run, conversation_id)
+            if running is not None and purpose != "compaction":
+                raise TurnRunning()
+            raise CompactionRunning()
+        held = Held(conversation_id, (name, token))
+        try:
+            yield held
+        finally:
+            if not held.handed_over:
+                await self.coordinator.release(name, token)
+
     async def submit(
         self,
         user_id: str,
@@ -299,276 +328,233 @@ class TurnService:
         *,
         file_ids: list[str] | None = None,
         idempotency_key: str | None = None,
+    ) -> Submitted:
+        """Starts a turn: stores the message ``content`` (with ``file_ids``) and answers it."""
+        if not content.strip() and not file_ids:
+            raise InvalidInput("content: write a message first")
+        return await self._submit(user_id, conversation_id, content, file_ids, idempotency_key)
+
+    async def redo(
+        self,
+        user_id: str,
+        conversation_id: str,
+        redo: Redo,
+        content: str = "",
+        *,
+        file_ids: list[str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Submitted:
+        """A turn that answers again (PROJ-3): the last question once more, or replaced by
+        ``content`` — the old answer (and question) stay as hidden versions."""
+        if not redo.regenerate and not content.strip() and not file_ids:
+            raise InvalidInput("content: write a message first")
+        return await self._submit(
+            user_id, conversation_id, content, file_ids, idempotency_key, redo=redo
+        )
+
+    async def _submit(
+        self,
+        user_id: str,
+        conversation_id: str,
+        content: str,
+        file_ids: list[str] | None,
+        idempotency_key: str | None,
+        *,
         redo: Redo | None = None,
     ) -> Submitted:
-        """Starts a turn.  ``redo`` (PROJ-3): answer the last question again, or replace it
-        by ``content`` — the old answer (and question) stay as hidden versions."""
-        regenerate = redo is not None and redo.regenerate
-        if not regenerate and not content.strip() and not file_ids:
-            raise InvalidInput("content: write a message first")
-        if len(content) > MAX_CONTENT_CHARS:
-            raise InvalidInput(f"content: at most {MAX_CONTENT_CHARS} characters")
+        check_content(content)
         if idempotency_key:
             # Before the lock: a retry must find its run even while that run is running.
-            existing = await self._read(self._admit, user_id, conversation_id, idempotency_key)
+            existing = await self._read(admitted_before, user_id, conversation_id, idempotency_key)
             if existing is not None:
                 return Submitted(existing, created=False)
-        token = await self._take_lock(user_id, conversation_id, for_turn=True)
-        name = lock_name(conversation_id)
         run_id, message_id = new_id(), new_id()
-        try:
+        async with self.conversation(user_id, conversation_id, "turn") as held:
             try:
                 # One short unit of work — on the event loop on SQLite when the write lock
                 # is free, ahead of other turns' later units (``first_work``): everything
                 # that can refuse the turn, then the message and the run.
-                inputs, servers, message_id = await first_work(
-                    self.db,
-                    self._admit_redo,
-                    user_id,
-                    conversation_id,
-                    content,
-                    file_ids or [],
-                    idempotency_key,
-                    run_id=run_id,
-                    message_id=message_id,
-                    redo=redo,
-                )
-            except IntegrityError:
+                if redo is None:
+                    admitted = await first_unique_work(
+                        self.db,
+                        self.admission.admit,
+                        user_id,
+                        conversation_id,
+                        run_id=run_id,
+                        content=content,
+                        file_ids=file_ids or [],
+                        message_id=message_id,
+                        idempotency_key=idempotency_key,
+                    )
+                else:
+                    admitted = await first_unique_work(
+                        self.db,
+                        self.admission.admit_redo,
+                        user_id,
+                        conversation_id,
+                        redo,
+                        run_id=run_id,
+                        content=content,
+                        file_ids=file_ids or [],
+                        message_id=message_id,
+                        idempotency_key=idempotency_key,
+                    )
+            except KeyTaken:
                 # A concurrent retry with the same key won the race: answer with its run.
                 winner = await self._read(
                     runs.run_for_idempotency_key, user_id, idempotency_key or ""
                 )
                 if winner is None:
                     raise
-                await self.coordinator.release(name, token)
                 return Submitted(winner.id, created=False)
-        except BaseException:
-            await self.coordinator.release(name, token)
-            raise
-        live = self._start(
-            self._job(run_id, user_id, conversation_id, message_id, inputs), (name, token), servers
-        )
+            live = self._start(
+                held, self._job(run_id, user_id, conversation_id, admitted), admitted.servers
+            )
         # The live log exists before the 202: a watcher that connects next follows it.
         await asyncio.shield(live.opened)
         return Submitted(run_id, created=True)
 
+    async def submit_history(
+        self,
+        user_id: str,
+        messages: Sequence[Said],
+        *,
+        model: str,
+        conversation_id: str | None,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> HistoryTurn:
+        """A turn submitted as a chat history (the OpenAI-compatible endpoint): stores what is
+        new and starts the turn (:mod:`chatmem.turns.history_turns`).  The new conversation's
+        id, when there is one, is locked before it exists; the named one's lock goes to the
+        turn unless the history diverged from it."""
+        check_messages(messages)
+        fresh = new_id()
+        run_id, message_id = new_id(), new_id()
+        async with contextlib.AsyncExitStack() as stack:
+            held = [await stack.enter_async_context(self.conversation(user_id, fresh, "turn"))]
+            if conversation_id is not None:
+                named = self.conversation(user_id, conversation_id, "turn")
+                held.append(await stack.enter_async_context(named))
+            admitted, target, model_name = await quick_work(
+                self.db,
+                admit_history,
+                self.admission,
+                user_id,
+                messages,
+                model,
+                conversation_id,
+                fresh,
+                run_id=run_id,
+                message_id=message_id,
+            )
+            job = self._job(run_id, user_id, target, admitted)
+            job.client_tools = tuple(dict(t) for t in tools)
+            kept = next(h for h in held if h.conversation_id == target)
+            live = self._start(kept, job, admitted.servers)
+        await asyncio.shield(live.opened)  # the live log exists before the answer starts
+        return HistoryTurn(run_id, target, model_name)
+
+    async def switch_version(
+        self, user_id: str, conversation_id: str, message_id: str, index: int
+    ) -> dict[str, Any]:
+        """Shows version ``index`` of the slot of ``message_id`` (PROJ-3); refused while the
+        conversation is busy (the history a turn plans from must not change under it)."""
+        await self._read(owned_conversation_row, user_id, conversation_id)
+        async with self.conversation(user_id, conversation_id, "edit"):
+            return await self._db(show_version, user_id, conversation_id, message_id, index)
+
+    async def edit_summary(
+        self,
+        user_id: str,
+        conversation_id: str,
+        text: str,
+        edit: Callable[[Session, str, str, str], T],
+    ) -> T:
+        """A new summary version with the user's text (CTX-23), written by the unit ``edit``
+        (which answers it as the caller shows it); refused while a turn or a compaction runs,
+        so it neither races the next version nor changes the memory under a turn."""
+        await self._read(owned_conversation_row, user_id, conversation_id)  # STORE-1 first
+        summaries.checked_text(text)
+        async with self.conversation(user_id, conversation_id, "edit"):
+            return await self._db(edit, user_id, conversation_id, text)
+
+    async def compaction_price(
+        self, user_id: str, conversation_id: str, focus: str | None
+    ) -> dict[str, Any]:
+        """The price of "Compress now", shown on the button before it runs (CTX-11)."""
+        _, request = await self._read(
+            compaction_plan,
+            user_id,
+            conversation_id,
+            focus,
+            settings=self.settings,
+            calibrations=self.calibrations,
+        )
+        return price_public(request)
+
+    async def compact(
+        self, user_id: str, conversation_id: str, focus: str | None
+    ) -> dict[str, Any]:
+        """ "Compress now" (CTX-11, CTX-12): folds early messages into a summary, keeping the
+        last question–answer pair.  Refusals: ``nothing_to_compress``, ``compaction_running``
+        (also while a turn runs), ``insufficient_credits``."""
+        await self._read(owned_conversation_row, user_id, conversation_id)
+        async with self.conversation(user_id, conversation_id, "compaction"):
+            inputs, request = await self._read(
+                compaction_plan,
+                user_id,
+                conversation_id,
+                focus,
+                settings=self.settings,
+                calibrations=self.calibrations,
+                secrets=self.secrets,
+                materialize=True,
+            )
+            if request is None:
+                raise NothingToCompress()
+            await self._read(check_can_spend, user_id, self.settings, float(request.estimated_cost))
+            outcome = await run_fold(
+                self.db,
+                self.settings,
+                inputs,
+                kind="compaction",
+                user_id=user_id,
+                focus=focus,
+                manual=True,
+                clients=self.clients,
+            )
+            if outcome is None:
+                raise NothingToCompress()
+        price = round(float(request.estimated_cost), 8)
+        return {**outcome.public(), "price": price, "currency": "USD"}
+
+    # -- the runs of this process ---------------------------------------------------------
     @staticmethod
-    def _job(
-        run_id: str, user_id: str, conversation_id: str, message_id: str, inputs: TurnInputs
-    ) -> TurnJob:
+    def _job(run_id: str, user_id: str, conversation_id: str, admitted: Admitted) -> TurnJob:
+        inputs = admitted.inputs
         return TurnJob(
             run_id,
             user_id,
             conversation_id,
-            message_id,
+            admitted.question_id,
             profile_override=inputs.target.profile_id if inputs.target.profile_id else None,
             first_inputs=inputs,
             answered=dict(inputs.answered) if inputs.answered else None,
         )
 
-    def _start(
-        self, job: TurnJob, lock: tuple[str, str], servers: list[McpServerConfig]
-    ) -> LiveRun:
-        """Registers the run and starts its task (on the loop)."""
+    def _start(self, held: Held, job: TurnJob, servers: list[McpServerConfig]) -> LiveRun:
+        """Registers the run, hands it the conversation's lock and starts its task (on the
+        loop)."""
+        held.handed_over = True
         live = LiveRun(
             job,
-            lock=lock,
+            lock=held.lock,
             opened=asyncio.ensure_future(self.coordinator.open_run(job.run_id)),
             servers=servers,
         )
         self._live[job.run_id] = live
         live.task = asyncio.create_task(self._run(live), name=f"chatmem-turn-{job.run_id}")
         return live
-
-    @staticmethod
-    def _admit(
-        session: Any, user_id: str, conversation_id: str, idempotency_key: str | None
-    ) -> str | None:
-        """Ownership (STORE-1), then the run a retried submit already started (TURN-6)."""
-        owned_conversation_row(session, user_id, conversation_id)
-        if not idempotency_key:
-            return None
-        existing = runs.run_for_idempotency_key(session, user_id, idempotency_key)
-        if existing is None:
-            return None
-        if existing.conversation_id != conversation_id:
-            raise InvalidInput("Idempotency-Key was already used for another conversation.")
-        return existing.id
-
-    def _prepare(
-        self,
-        session: Any,
-        user_id: str,
-        conversation_id: str,
-        content: str,
-        file_ids: list[str],
-        *,
-        turn_start: str | None = None,
-    ) -> tuple[TurnInputs, list[Any]]:
-        """Everything that can refuse a turn, before anything is written: ownership, the MCP
-        servers the turn will use, the model (USE-3 fallback), whether it can fit (TURN-5;
-        compaction first when that makes room, CTX-19), the attached files.  Returns the
-        first step's inputs (the plan with the message as the draft) and the servers.
-        ``turn_start``: the turn answers messages already stored from there on (the
-        OpenAI-compatible endpoint's tool results); ``content`` is then no draft."""
-        inputs = load_inputs(
-            session,
-            conversation_id,
-            turn_start=turn_start,
-            draft=None if turn_start else content,
-            draft_files=file_ids,  # PROJ-2: only the chosen images go with the question
-            user_id=user_id,
-            secrets=self.secrets,
-            live_only=True,
-            calibrations=self.calibrations,
-            choose=self._answerer,
-        )
-        servers = (
-            load_mcp_servers(session, self.settings, self.secrets) if inputs.mcp_servers else []
-        )
-        if inputs.target.profile_id is None:
-            # Refused before anything is stored: a turn without a model can only fail.
-            raise InvalidInput("This conversation has no model: choose a model profile first.")
-        inputs.plan.require_fit()  # CTX-21: admission is exactly "fits after the fold"
-        if file_ids:
-            found = set(
-                session.scalars(
-                    select(File.id).where(
-                        File.id.in_(file_ids), File.conversation_id == conversation_id
-                    )
-                )
-            )
-            if found != set(file_ids):
-                raise NotFound("file")
-        return inputs, servers
-
-    def _answerer(
-        self, connection: Any, conversation: StepConversation
-    ) -> tuple[str | None, dict[str, Any]]:
-        """USE-3/USE-4: the profile that answers — the conversation's choice, unless it is
-        locked (the fallback answers) or "Auto" (the best one allowed now) — read with the
-        conversation; and who answers, as the feed shows it."""
-        answerer = answers.chosen_answerer(
-            connection,
-            conversation.user_id,
-            conversation.profile_id,
-            conversation.own_limits,
-            self.settings,
-        )
-        return (answerer.profile_id if answerer.reason else None), answerer.public()
-
-    def _planned(
-        self, connection: Any, conversation: StepConversation
-    ) -> tuple[str | None, dict[str, Any]]:
-        """:meth:`_answerer` for what runs besides a turn ("Compress now" and its price): the
-        profile that would answer now, never a refusal (USE-3, CTX-11)."""
-        answerer = answers.planned_answerer(
-            connection, conversation.user_id, conversation.profile_id, self.settings
-        )
-        return (answerer.profile_id if answerer.reason else None), answerer.public()
-
-    def _admit_turn(
-        self,
-        session: Any,
-        user_id: str,
-        conversation_id: str,
-        content: str,
-        file_ids: list[str],
-        idempotency_key: str | None,
-        *,
-        run_id: str,
-        message_id: str,
-    ) -> tuple[TurnInputs, list[Any]]:
-        """One transaction: :meth:`_prepare`, then the user's message (with its files) and the
-        ``running`` run."""
-        inputs, servers = self._prepare(session, user_id, conversation_id, content, file_ids)
-        stored = insert_message(
-            session,
-            conversation_id,
-            "user",
-            content,
-            user_id=user_id,
-            limits=Limits.from_settings(self.settings),
-            message_id=message_id,
-        )
-        if stored is None:
-            raise NotFound("conversation")  # the insert checks ownership itself
-        if file_ids:
-            session.execute(update(File).where(File.id.in_(file_ids)).values(message_id=message_id))
-        runs.start_run(
-            session,
-            run_id=run_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            user_message_id=message_id,
-            replica_id=self.coordinator.replica_id,
-            idempotency_key=idempotency_key,
-            answered_by=inputs.target.profile_id,
-            answered_reason=(inputs.answered or {}).get("reason"),
-        )
-        return inputs, servers
-
-    def _admit_redo(
-        self,
-        session: Any,
-        user_id: str,
-        conversation_id: str,
-        content: str,
-        file_ids: list[str],
-        idempotency_key: str | None,
-        *,
-        run_id: str,
-        message_id: str,
-        redo: Redo | None,
-    ) -> tuple[TurnInputs, list[Any], str]:
-        """:meth:`_admit_turn`, after a ``redo`` put the last answer (and question) away as
-        versions (PROJ-3); also returns the id of the question the turn answers."""
-        if redo is None:
-            return (
-                *self._admit_turn(
-                    session,
-                    user_id,
-                    conversation_id,
-                    content,
-                    file_ids,
-                    idempotency_key,
-                    run_id=run_id,
-                    message_id=message_id,
-                ),
-                message_id,
-            )
-        conversation = owned_conversation_row(session, user_id, conversation_id)
-        if not redo.regenerate:
-            edit = versions.begin_edit(session, conversation, redo.message_id)
-            inputs, servers = self._admit_turn(
-                session,
-                user_id,
-                conversation_id,
-                content,
-                file_ids,
-                idempotency_key,
-                run_id=run_id,
-                message_id=message_id,
-            )
-            versions.finish_edit(session, conversation_id, edit, message_id)
-            return inputs, servers, message_id
-        # Regenerate: the question is stored already; the turn answers it again.
-        question_id = versions.begin_regenerate(session, conversation, redo.message_id)
-        inputs, servers = self._prepare(
-            session, user_id, conversation_id, "", [], turn_start=question_id
-        )
-        runs.start_run(
-            session,
-            run_id=run_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            user_message_id=question_id,
-            replica_id=self.coordinator.replica_id,
-            idempotency_key=idempotency_key,
-            answered_by=inputs.target.profile_id,
-            answered_reason=(inputs.answered or {}).get("reason"),
-        )
-        return inputs, servers, question_id
 
     async def _run(self, live: LiveRun) -> None:
         job = live.job
@@ -686,115 +672,3 @@ def warm_tokenizers(db: Database) -> None:
         for name in names:
             with contextlib.suppress(Exception):  # a broken encoding fails where it is used
                 engine.get_tokenizer(name).count("warm up")
-
-
-# --- manual compaction (CTX-11, CTX-12) -----------------------------------------------------
-
-
-def _compaction_plan(
-    session: Any,
-    user_id: str,
-    conversation_id: str,
-    focus: str | None,
-    secrets: Any = None,
-    materialize: bool = False,
-    calibrations: Calibrations | None = None,
-    choose: Any = None,
-) -> tuple[TurnInputs, Any]:
-    """CTX-11: what "Compress now" would fold (the engine's manual fold), and the inputs;
-    ``choose``: the profile that folds and prices it (:meth:`TurnService._planned`)."""
-    from chatmem import context as engine
-
-    inputs = load_inputs(
-        session,
-        conversation_id,
-        user_id=user_id,
-        with_plan=False,
-        secrets=secrets,
-        materialize=materialize,
-        calibrations=calibrations,
-        choose=choose,
-    )
-    if inputs.profile.stateless:
-        return inputs, None  # CTX-7: nothing is remembered, so nothing is compressed
-    request = engine.compaction_request(
-        inputs.conversation,
-        inputs.profile,
-        mode=cast(Mode, inputs.mode),
-        focus=focus,
-        manual=True,
-        tokenizer=inputs.tokenizer,
-    )
-    return inputs, request
-
-
-async def compaction_price(
-    service: TurnService, user_id: str, conversation_id: str, focus: str | None
-) -> dict[str, Any]:
-    _, request = await service._read(
-        _compaction_plan,
-        user_id,
-        conversation_id,
-        focus,
-        None,
-        False,
-        service.calibrations,
-        service._planned,
-    )
-    if request is None:
-        return {
-            "available": False,
-            "price": 0.0,
-            "currency": "USD",
-            "message": "Nothing to compress yet",
-        }
-    return {
-        "available": True,
-        "price": round(float(request.estimated_cost), 8),
-        "currency": "USD",
-        "message_count": int(request.message_count),
-        "rounds": int(request.rounds),
-    }
-
-
-async def compact_now(
-    service: TurnService, user_id: str, conversation_id: str, focus: str | None
-) -> dict[str, Any]:
-    from chatmem.errors import NothingToCompress
-    from chatmem.turns.compaction import run_fold
-
-    await service._read(owned_conversation_row, user_id, conversation_id)
-    token = await service._take_lock(user_id, conversation_id, for_turn=False)
-    try:
-        inputs, request = await service._read(
-            _compaction_plan,
-            user_id,
-            conversation_id,
-            focus,
-            service.secrets,
-            True,
-            service.calibrations,
-            service._planned,
-        )
-        if request is None:
-            raise NothingToCompress()
-        from chatmem.turns.usage import check_can_spend
-
-        await service._read(
-            check_can_spend, user_id, service.settings, float(request.estimated_cost)
-        )
-        outcome = await run_fold(
-            service.db,
-            service.settings,
-            inputs,
-            kind="compaction",
-            user_id=user_id,
-            focus=focus,
-            manual=True,
-            clients=service.clients,
-        )
-        if outcome is None:
-            raise NothingToCompress()
-    finally:
-        await service.coordinator.release(lock_name(conversation_id), token)
-    return {**outcome.public(), "price": round(float(request.estimated_cost), 8), "currency": "USD"}

@@ -1,7 +1,7 @@
 """``POST /v1/chat/completions`` and ``GET /v1/models``, authenticated with a chatmem API
 token (``Authorization: Bearer …``).
 
-A completion is a chatmem turn (:func:`chatmem.turns.history_turns.submit_history`): the
+A completion is a chatmem turn (:meth:`chatmem.turns.service.TurnService.submit_history`): the
 answer streams as the run's events arrive (``stream: true``) or is returned whole.  The
 conversation is named by the ``X-Chatmem-Conversation`` header (or ``metadata.
 conversation_id``) and named back in the answer's header of the same name — a new one when
@@ -21,7 +21,6 @@ from sqlalchemy.orm import Session
 from chatmem.errors import NotFound
 from chatmem.store.profiles import AUTO_PROFILE, visible_profiles
 from chatmem.turns.events import RunEvent
-from chatmem.turns.history_turns import submit_history
 from chatmem.web.api.routes.turns import UserId, turn_service
 from chatmem.web.deps import CurrentUser, DbSession
 from chatmem.web.errors import STATUS_BY_CODE
@@ -70,8 +69,7 @@ async def chat_completions(
 ) -> Response:
     """A turn in a chatmem conversation, answered in OpenAI's format."""
     service = turn_service(request)
-    turn = await submit_history(
-        service,
+    turn = await service.submit_history(
         user_id,
         body.said(),
         model=body.model,

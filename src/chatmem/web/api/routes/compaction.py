@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
-from chatmem.turns.service import compact_now, compaction_price
 from chatmem.web.api.routes.turns import UserId, turn_service
 from chatmem.web.errors import PROVIDER_RESPONSES
 
@@ -26,7 +25,7 @@ async def compact(
     with the price and the new summary.  Refusals: ``nothing_to_compress``,
     ``compaction_running`` (also while a turn runs), ``insufficient_credits``."""
     focus = (body.focus or "").strip() or None if body else None
-    return await compact_now(turn_service(request), user_id, conversation_id, focus)
+    return await turn_service(request).compact(user_id, conversation_id, focus)
 
 
 @router.get("/{conversation_id}/compact/price")
@@ -37,4 +36,4 @@ async def compact_price(
     focus: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> dict[str, Any]:
     """The price of "Compress now", shown on the button before it runs (CTX-11)."""
-    return await compaction_price(turn_service(request), user_id, conversation_id, focus or None)
+    return await turn_service(request).compaction_price(user_id, conversation_id, focus or None)

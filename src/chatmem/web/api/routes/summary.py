@@ -21,8 +21,6 @@ from chatmem.store import summaries
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import Summary
-from chatmem.store.units import read, work
-from chatmem.turns.service import lock_name
 from chatmem.web.api.routes.turns import UserId, turn_service
 from chatmem.web.api.schemas import Body, conversation_public, summary_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
@@ -61,16 +59,8 @@ async def edit_summary(
     """A new summary version with the user's text; history is untouched.  Refusals:
     ``invalid_input`` (empty or too long), ``nothing_to_compress`` (no summary yet),
     ``turn_running`` / ``compaction_running``."""
-    db = request.app.state.db
-    await read(db, owned_conversation_row, user_id, conversation_id)  # STORE-1 first
-    summaries.checked_text(body.text)
-    service = turn_service(request)
-    # The turn service's own lock, and its refusal naming what holds it.
-    token = await service._take_lock(user_id, conversation_id, for_turn=True)
-    try:
-        return await work(db, _edit, user_id, conversation_id, body.text)
-    finally:
-        await service.coordinator.release(lock_name(conversation_id), token)
+    # Under the turn service's lock, with its refusal naming what holds it.
+    return await turn_service(request).edit_summary(user_id, conversation_id, body.text, _edit)
 
 
 @router.post("/{conversation_id}/continue", status_code=201)

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 
 from chatmem.store import runs
 from chatmem.store.conversations import owned_conversation_row
-from chatmem.turns.service import Redo, Submitted, TurnService
-from chatmem.turns.versions import switch_version
+from chatmem.turns.admission import Redo
+from chatmem.turns.service import Submitted, TurnService
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
 from chatmem.web.sse import follow
 
@@ -127,12 +127,11 @@ async def regenerate(
     """PROJ-3: answers the last question again (``message_id``: the question or a message
     of its answer; also Retry after a failed turn).  The answer shown becomes a hidden
     version; 202 with the new run's id, as a turn."""
-    submitted = await turn_service(request).submit(
+    submitted = await turn_service(request).redo(
         user_id,
         conversation_id,
-        "",
+        Redo(message_id, regenerate=True),
         idempotency_key=idempotency_key or None,
-        redo=Redo(message_id, regenerate=True),
     )
     return _accepted(submitted)
 
@@ -148,13 +147,13 @@ async def edit_and_resend(
 ) -> Response:
     """PROJ-3: the last question, edited and sent again: it and its answer become a hidden
     version, the new question is stored and answered; 202 with the run's id, as a turn."""
-    submitted = await turn_service(request).submit(
+    submitted = await turn_service(request).redo(
         user_id,
         conversation_id,
+        Redo(message_id, regenerate=False),
         body.content,
         file_ids=body.file_ids,
         idempotency_key=idempotency_key or None,
-        redo=Redo(message_id, regenerate=False),
     )
     return _accepted(submitted)
 
@@ -170,8 +169,8 @@ async def choose_version(
     """PROJ-3: shows version ``index`` (1-based) of the slot ``message_id`` is shown in —
     the question's versions for a question, the answer's for an answer; only the version
     shown is in memory.  Answers ``{"kind", "version", "versions"}``."""
-    return await switch_version(
-        turn_service(request), user_id, conversation_id, message_id, body.index
+    return await turn_service(request).switch_version(
+        user_id, conversation_id, message_id, body.index
     )
 
 
