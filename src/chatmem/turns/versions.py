@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from chatmem.store import versions
 from chatmem.store.conversations import owned_conversation_row
+from chatmem.store.sessions import Session
 
 
 def show_version(
