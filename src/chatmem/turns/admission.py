@@ -99,7 +99,7 @@ class Admission:
     def __init__(
         self,
         settings: Settings,
-        secrets: SecretBox | None,
+        secrets: SecretBox,
         calibrations: Calibrations,
         replica_id: str,
     ) -> None:

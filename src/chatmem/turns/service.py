@@ -123,7 +123,7 @@ class TurnService:
         *,
         model_factory: Callable[[TurnInputs], Any] | None = None,
         toolbox_factory: Callable[[], Awaitable[ToolBox]] | None = None,
-        secrets: SecretBox | None = None,
+        secrets: SecretBox,
         policy: EndpointPolicy | None = None,
     ) -> None:
         self.db = db
@@ -167,7 +167,7 @@ class TurnService:
         cls,
         db: Database,
         settings: Settings,
-        secrets: SecretBox | None = None,
+        secrets: SecretBox,
         policy: EndpointPolicy | None = None,
     ) -> TurnService:
         coordinator: Coordinator
