@@ -26,9 +26,6 @@ from collections.abc import Mapping
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from sqlalchemy import update
-from sqlalchemy.orm import Session
-
 from chatmem.context.values import INSTRUCTIONS_ROLES, Profile, default_answer_reserve
 from chatmem.errors import Forbidden, InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
@@ -41,7 +38,8 @@ from chatmem.models.prices import (
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox, profile_aad
 from chatmem.store import profiles as store
-from chatmem.store.profiles import ProfileRecord, profile_record
+from chatmem.store.profiles import ProfileRecord
+from chatmem.store.sessions import Session
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import (
@@ -49,9 +47,8 @@ from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_MAX,
     CONTEXT_WINDOW_MIN,
     TOKENIZERS,
-    ModelProfile,
 )
-from chatmem.store.types import iso, new_id, utcnow
+from chatmem.store.types import iso, new_id
 
 EDITABLE = (
     "name",
@@ -117,15 +114,14 @@ def can_edit(row: ProfileRecord, user: User) -> bool:
     return row.user_id == user.id or bool(row.shared and user.is_admin)
 
 
-def editable_profile(session: Session, user: User, profile_id: str) -> ModelProfile:
-    """The row to change or delete: one the user may use and edit."""
-    row = session.get(ModelProfile, profile_id)
-    record = profile_record(row) if row is not None else None
-    if row is None or not (record and record.visible_to(user.id)):
+def editable_profile(session: Session, user: User, profile_id: str) -> ProfileRecord:
+    """The profile to change or delete: one the user may use and edit."""
+    record = store.visible_profile(session, user.id, profile_id)
+    if record is None:
         raise NotFound("profile")
     if not can_edit(record, user):
         raise Forbidden("Only an administrator can change a shared profile.")
-    return row
+    return record
 
 
 def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
@@ -159,75 +155,48 @@ def create_profile(
     fields: Mapping[str, Any],
 ) -> ProfileRecord:
     """Create a profile from ``fields`` (names as in :data:`EDITABLE`, plus ``api_key``)."""
-    row = ModelProfile(
-        id=new_id(),
-        user_id=user.id,
-        shared=False,
-        context_window=CONTEXT_WINDOW_DEFAULT,
-        answer_reserve=None,  # automatic: follows the window (CTX-22)
-        tokenizer="estimate",
-        free=False,
-        stateless=False,
-        accepts_images=False,
-    )
-    _apply(session, row, user, secrets, policy, fields, creating=True)
-    session.add(row)
-    session.flush()
-    return profile_record(row)
+    initial: dict[str, Any] = {
+        **dict.fromkeys(EDITABLE),
+        "id": new_id(),
+        "user_id": user.id,
+        "shared": False,
+        "context_window": CONTEXT_WINDOW_DEFAULT,
+        "answer_reserve": None,  # automatic: follows the window (CTX-22)
+        "tokenizer": "estimate",
+        "free": False,
+        "stateless": False,
+        "accepts_images": False,
+    }
+    values = _checked(session, initial, user, secrets, policy, fields, creating=True)
+    return store.insert_profile(session, {**initial, **values})
 
 
 def update_profile(
     session: Session,
     user: User,
-    row: ModelProfile,
+    row: ProfileRecord,
     secrets: SecretBox,
     policy: EndpointPolicy,
     changes: Mapping[str, Any],
 ) -> ProfileRecord:
     """Apply a partial change.  ``api_key``: a string replaces it, ``None`` removes it."""
-    _apply(session, row, user, secrets, policy, changes, creating=False)
-    session.flush()
-    return profile_record(row)
+    before = {name: getattr(row, name) for name in ("id", *EDITABLE)}
+    values = _checked(session, before, user, secrets, policy, changes, creating=False)
+    return store.update_profile(session, row.id, values)
 
 
-def turn_recall_off(session: Session, profile_id: str) -> bool:
-    """The profile's model server refused the ``recall`` tool it was offered by default (it
-    takes no tools): its ``recall`` switch is set off — the profile page shows it, and plans
-    stop counting the tool — unless somebody has set the switch.  Whether it changed."""
-    changed = session.connection().execute(
-        update(ModelProfile)
-        .where(ModelProfile.id == profile_id, ModelProfile.recall.is_(None))
-        .values(recall=False, updated_at=utcnow())
-    )
-    return bool(changed.rowcount)
-
-
-def delete_profile(session: Session, row: ModelProfile) -> None:
-    # Conversations and summariser links keep plain ids; clear them so nothing dangles.
-    session.execute(
-        update(Conversation).where(Conversation.profile_id == row.id).values(profile_id=None)
-    )
-    session.execute(
-        update(ModelProfile)
-        .where(ModelProfile.summarizer_profile_id == row.id)
-        .values(summarizer_profile_id=None)
-    )
-    session.delete(row)
-    session.flush()
-
-
-def _apply(
+def _checked(
     session: Session,
-    row: ModelProfile,
+    row: Mapping[str, Any],
     user: User,
     secrets: SecretBox,
     policy: EndpointPolicy,
     fields: Mapping[str, Any],
     *,
     creating: bool,
-) -> None:
-    """Check every change against the profile as it would be, then write them all: a refused
-    change leaves the row untouched."""
+) -> dict[str, Any]:
+    """Every change checked against the profile as it would be (``row``: its id and editable
+    values now); the columns to write.  A refused change writes nothing."""
     unknown = set(fields) - set(EDITABLE) - {"api_key"}
     if unknown:
         raise InvalidInput(f"unknown profile fields: {', '.join(sorted(unknown))}")
@@ -246,16 +215,17 @@ def _apply(
             changes[name] = value
     if changes.get("shared") and not user.is_admin:
         raise Forbidden("Only administrators can publish shared profiles.")
-    after = {**{n: getattr(row, n) for n in EDITABLE}, **changes}
-    _validate(session, user, row.id, after)
+    after = {**{n: row[n] for n in EDITABLE}, **changes}
+    _validate(session, user, row["id"], after)
     if creating or "base_url" in fields:
         policy.check_url(after["base_url"])
-    for name, value in changes.items():
-        setattr(row, name, value)
     if "api_key" in fields:
         key = fields["api_key"]
         key = key.strip() if isinstance(key, str) else None
-        row.api_key_ciphertext = secrets.encrypt(key, profile_aad(row.id)) if key else None
+        changes["api_key_ciphertext"] = (
+            secrets.encrypt(key, profile_aad(row["id"])) if key else None
+        )
+    return changes
 
 
 def _whole(value: Any) -> bool:

@@ -68,6 +68,29 @@ def user_by_name(session: Session, name: str) -> User | None:
     return session.scalars(select(User).where(User.name == name)).first()
 
 
+def user_by_id(session: Session, user_id: str) -> User | None:
+    return session.get(User, user_id)
+
+
+def admin_by_name(session: Session, name: str) -> User | None:
+    """The administrator with this name, None when there is none (or the user is not one)."""
+    return session.scalars(select(User).where(User.name == name, User.is_admin.is_(True))).first()
+
+
+def first_admin(session: Session) -> User | None:
+    """The administrator created first, None when there is none."""
+    return session.scalars(
+        select(User).where(User.is_admin.is_(True)).order_by(User.created_at, User.id).limit(1)
+    ).first()
+
+
+def sole_user(session: Session, *, not_prefixed: str) -> User | None:
+    """The only user whose name does not start with ``not_prefixed``, None when there are
+    none or several."""
+    users = list(session.scalars(select(User).where(~User.name.startswith(not_prefixed)).limit(2)))
+    return users[0] if len(users) == 1 else None
+
+
 def require_user(session: Session, name: str) -> User:
     user = user_by_name(session, name)
     if user is None:

@@ -27,6 +27,7 @@ from chatmem.models import profiles as repo
 from chatmem.models.client import ModelClient, RetryPolicy
 from chatmem.models.prices import MAX_PRICE_PER_MTOK
 from chatmem.store import admin as audit
+from chatmem.store import profiles as profile_store
 from chatmem.store.profiles import visible_profiles
 from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_DEFAULT,
@@ -194,7 +195,7 @@ def delete_profile(profile_id: str, user: CurrentUser, session: DbSession) -> Re
     row = repo.editable_profile(session, user, profile_id)
     if row.shared:
         _audit(session, user, "delete_shared_profile", row, set())
-    repo.delete_profile(session, row)
+    profile_store.delete_profile(session, row.id)
     return Response(status_code=204)
 
 

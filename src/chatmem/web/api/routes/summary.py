@@ -13,13 +13,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import Field
-from sqlalchemy.orm import Session
 
 from chatmem.errors import NotFound
 from chatmem.store import conversations as store
 from chatmem.store import summaries
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.quotas import Limits
+from chatmem.store.sessions import Session
 from chatmem.store.tables.conversations import Summary
 from chatmem.store.units import read, work
 from chatmem.turns.service import lock_name
