@@ -10,7 +10,6 @@ from __future__ import annotations
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database
-from chatmem.store.tables.accounts import User
 
 FIRST_ADMIN = "admin"
 
@@ -22,13 +21,12 @@ def signin_url(settings: Settings, token: str) -> str:
 def first_start(db: Database, settings: Settings) -> str | None:
     """Returns the sign-in URL to print, or None when somebody already signed in."""
     with db.session(write=True) as session:
-        admin: User | None
         if accounts.count_users(session) == 0:
-            admin = accounts.create_user(session, FIRST_ADMIN, is_admin=True)
-        else:
-            admin = accounts.admin_by_name(session, FIRST_ADMIN)
-            if admin is None or not accounts.signin_link_pending(session, admin):
-                return None
+            created = accounts.create_user(session, FIRST_ADMIN, is_admin=True)
+            return signin_url(settings, accounts.create_signin_link(session, created))
+        admin = accounts.admin_by_name(session, FIRST_ADMIN)
+        if admin is None or not accounts.signin_link_pending(session, admin):
+            return None
         return signin_url(settings, accounts.create_signin_link(session, admin))
 
 

@@ -21,11 +21,13 @@ from starlette.concurrency import run_in_threadpool
 from chatmem.errors import Forbidden
 from chatmem.store import accounts, admin
 from chatmem.store import profiles as profile_store
+from chatmem.store.accounts import UserRecord
 from chatmem.store.profiles import ProfileRecord
 from chatmem.store.spending import all_requests, request_public
 from chatmem.turns.usage import user_usage_brief
 from chatmem.web.api.schemas import Body, Whole
 from chatmem.web.deps import AdminUser, DbSession, SettingsDep, authenticated_user_id
+from chatmem.web.views.admin import action_view, user_admin_view
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
 
@@ -115,8 +117,8 @@ def decline_extension(request_id: str, user: AdminUser, session: DbSession) -> d
 # --- users ---------------------------------------------------------------------------------
 
 
-def _user_view(session: DbSession, user: Any, settings: SettingsDep) -> dict[str, Any]:
-    return {**admin.user_admin_public(user), "usage": user_usage_brief(session, user.id, settings)}
+def _user_view(session: DbSession, user: UserRecord, settings: SettingsDep) -> dict[str, Any]:
+    return {**user_admin_view(user), "usage": user_usage_brief(session, user.id, settings)}
 
 
 @router.get("/users")
@@ -206,4 +208,4 @@ def list_actions(
     limit: Annotated[int, Field(ge=1, le=1000), Whole] = 200,
 ) -> dict[str, Any]:
     """Everything administrators did, newest first, with who and when."""
-    return {"items": [admin.action_public(a) for a in admin.actions(session, limit=limit)]}
+    return {"items": [action_view(a) for a in admin.actions(session, limit=limit)]}
