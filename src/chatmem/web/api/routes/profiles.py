@@ -28,7 +28,7 @@ from chatmem.models.client import ModelClient, RetryPolicy
 from chatmem.models.prices import MAX_PRICE_PER_MTOK
 from chatmem.store import admin as audit
 from chatmem.store import profiles as profile_store
-from chatmem.store.profiles import visible_profiles
+from chatmem.store.profiles import ProfileRecord, visible_profiles
 from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_DEFAULT,
     CONTEXT_WINDOW_MAX,
@@ -199,7 +199,9 @@ def delete_profile(profile_id: str, user: CurrentUser, session: DbSession) -> Re
     return Response(status_code=204)
 
 
-def _audit(session: DbSession, user: CurrentUser, action: str, row: Any, fields: set[str]) -> None:
+def _audit(
+    session: DbSession, user: CurrentUser, action: str, row: ProfileRecord, fields: set[str]
+) -> None:
     """USE-5: an administrator's change to a shared profile, in the audit trail (the names
     of the fields set, never the key)."""
     audit.record(
