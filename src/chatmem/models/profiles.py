@@ -4,19 +4,20 @@
   admin); anything else answers exactly like a missing id (``NotFound``, STORE-1).  Only the
   owner changes a private profile; only admins change shared ones.
 * Saving checks the base URL with the endpoint policy (PROF-4) and encrypts the API key with
-  the profile id as associated data (PROF-2).  The key is write-only: :func:`public_view`
-  says ``has_api_key`` and nothing more.
+  the profile id as associated data (PROF-2).  The key is write-only: the API's view
+  (``chatmem.web.views.profiles``) says ``has_api_key`` and nothing more.
 * The memory knobs (CTX-22) are stored NULL until set, meaning "the engine's default"
   (:data:`KNOB_RANGES` lists them with their accepted ranges; ``instructions_role`` is one of
   :data:`INSTRUCTIONS_ROLES`).  A NULL ``answer_reserve`` follows the window
   (:func:`~chatmem.context.values.default_answer_reserve`); an explicit null in a change
-  returns a knob to its default.  :func:`public_view` shows the effective values.
+  returns a knob to its default.  :func:`effective_knobs` are the values the API shows.
 * :func:`engine_profile` is the context engine's view (window, knobs, tokenizer, prices,
   the summariser's window); :func:`model_endpoint` is the client's (URL, model, decrypted
   key) — the only place a key is decrypted, right before a request.
 
 Every view reads a :class:`~chatmem.store.profiles.ProfileRecord` (loaded by
-:mod:`chatmem.store.profiles`); the ORM row is only what the writes change.
+:mod:`chatmem.store.profiles`); a write checks every change here, then hands the columns to
+the store, which answers with the record as written.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_MIN,
     TOKENIZERS,
 )
-from chatmem.store.types import iso, new_id
+from chatmem.store.types import new_id
 
 EDITABLE = (
     "name",
@@ -346,60 +347,3 @@ def model_endpoint(
     ``conceal``: the call is for somebody who may not see the endpoint (another user of a
     shared profile): its errors name neither URL nor host (SEC-4)."""
     return ModelEndpoint(row.base_url, row.model, decrypt_api_key(row, secrets), conceal=conceal)
-
-
-def public_view(row: ProfileRecord, user: User) -> dict[str, Any]:
-    """The API shape of a profile: everything but the key, which is only ``has_api_key``.
-
-    A shared profile seen by a user who may not edit it (SEC-4) shows what choosing and using
-    it needs — name, model, window, tokenizer, stateless, prices — and nothing of where it
-    points or how it is configured: no ``base_url``, no ``has_api_key``, no knobs."""
-    info = price_info(row)
-    prices = {
-        "input_per_mtok": info.prices.input_per_mtok,
-        "output_per_mtok": info.prices.output_per_mtok,
-        "free": info.prices.free,
-        "source": info.source,
-        "currency": "USD",
-    }
-    if not can_edit(row, user):
-        return {
-            "id": row.id,
-            "name": row.name,
-            "model": row.model,
-            "context_window": row.context_window,
-            "tokenizer": row.tokenizer,
-            "free": row.free,
-            "prices": prices,
-            "stateless": row.stateless,
-            "shared": row.shared,
-            "auto_rank": row.auto_rank,  # USE-4: Auto's order (None: never picked)
-            "owned": False,
-            "editable": False,
-        }
-    return {
-        "id": row.id,
-        "name": row.name,
-        "base_url": row.base_url,
-        "model": row.model,
-        "has_api_key": row.api_key_ciphertext is not None,
-        "context_window": row.context_window,
-        **effective_knobs(row),
-        "answer_reserve_auto": row.answer_reserve is None,
-        "tokenizer": row.tokenizer,
-        "input_price_per_mtok": row.input_price_per_mtok,
-        "output_price_per_mtok": row.output_price_per_mtok,
-        "free": row.free,
-        "prices": prices,
-        "stateless": row.stateless,
-        "accepts_images": row.accepts_images,
-        "summarizer_profile_id": row.summarizer_profile_id,
-        # Issue 17: the recall tool as set (null: on in the economy and full modes).
-        "recall": row.recall,
-        "shared": row.shared,
-        "auto_rank": row.auto_rank,  # USE-4: Auto's order (None: never picked)
-        "owned": row.user_id == user.id,
-        "editable": True,
-        "created_at": iso(row.created_at),
-        "updated_at": iso(row.updated_at),
-    }
