@@ -173,7 +173,7 @@ def create_api_token(session: Session, user: Account, label: str = "") -> str:
     return new_api_token(session, user, label).token
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TokenRecord:
     """An API token as its owner sees it: never the secret, which is stored as a digest."""
 
@@ -184,7 +184,7 @@ class TokenRecord:
     last_used_at: datetime | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NewToken:
     record: TokenRecord
     #: The secret, shown this once.
@@ -306,7 +306,7 @@ def open_browser_session(
     return token, csrf
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BrowserLogin:
     """A live browser session: whose it is and the CSRF token its writes must echo."""
 
