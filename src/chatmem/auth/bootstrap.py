@@ -7,12 +7,9 @@ link, so a lost or expired link is never a dead end.
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database
-from chatmem.store.tables.accounts import User
 
 FIRST_ADMIN = "admin"
 
@@ -24,13 +21,20 @@ def signin_url(settings: Settings, token: str) -> str:
 def first_start(db: Database, settings: Settings) -> str | None:
     """Returns the sign-in URL to print, or None when somebody already signed in."""
     with db.session(write=True) as session:
-        admin: User | None
         if accounts.count_users(session) == 0:
-            admin = accounts.create_user(session, FIRST_ADMIN, is_admin=True)
-        else:
-            admin = session.scalars(
-                select(User).where(User.name == FIRST_ADMIN, User.is_admin.is_(True))
-            ).first()
-            if admin is None or not accounts.signin_link_pending(session, admin):
-                return None
+            created = accounts.create_user(session, FIRST_ADMIN, is_admin=True)
+            return signin_url(settings, accounts.create_signin_link(session, created))
+        admin = accounts.admin_by_name(session, FIRST_ADMIN)
+        if admin is None or not accounts.signin_link_pending(session, admin):
+            return None
         return signin_url(settings, accounts.create_signin_link(session, admin))
+
+
+def announce_first_start(db: Database, settings: Settings) -> None:
+    """At server start, after the database is open: on the very first start create the admin,
+    and while it has never signed in print its one-time sign-in link (CONTRACT: a line with
+    the URL)."""
+    link = first_start(db, settings)
+    if link:
+        # print, not log: the newcomer must see it whatever the log level.
+        print(f"chatmem: sign in as the administrator with this one-time link: {link}", flush=True)

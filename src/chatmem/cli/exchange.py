@@ -23,8 +23,6 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from chatmem.bounds import Bounds
 from chatmem.errors import InvalidInput, NotFound
@@ -39,6 +37,7 @@ from chatmem.store.exchange.exporter import export_conversation_ids, export_stre
 from chatmem.store.exchange.importer import import_source
 from chatmem.store.exchange.staged import STAGING_PREFIX
 from chatmem.store.quotas import Limits
+from chatmem.store.sessions import Session
 from chatmem.store.tables.accounts import User
 
 
@@ -56,15 +55,12 @@ def resolve_user(session: Session, name: str | None) -> User:
         if user is None:
             raise NotFound(f"user {name!r}")
         return user
-    admin = session.scalars(
-        select(User).where(User.is_admin.is_(True)).order_by(User.created_at, User.id).limit(1)
-    ).first()
+    admin = accounts.first_admin(session)
     if admin is not None:
         return admin
-    accounts_only = ~User.name.startswith(STAGING_PREFIX)  # not an import's staging owner
-    users = list(session.scalars(select(User).where(accounts_only).limit(2)))
-    if len(users) == 1:
-        return users[0]
+    only = accounts.sole_user(session, not_prefixed=STAGING_PREFIX)  # not an import's staging owner
+    if only is not None:
+        return only
     raise InvalidInput("No administrator to act for: name the user with --user NAME.")
 
 

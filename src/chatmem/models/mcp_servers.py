@@ -16,16 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
-
-from chatmem.errors import Conflict, InvalidInput, NotFound
+from chatmem.errors import InvalidInput
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox, mcp_server_aad
-from chatmem.store.db import connection_of
-from chatmem.store.tables.profiles import McpServer
-from chatmem.store.types import iso, new_id
+from chatmem.store import mcp_servers as store
+from chatmem.store.mcp_servers import McpServerRecord
+from chatmem.store.sessions import Session
+from chatmem.store.types import new_id
 
 
 @dataclass(frozen=True)
@@ -34,29 +31,6 @@ class McpConnection:
     name: str
     url: str
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-
-
-def list_servers(session: Session, *, enabled_only: bool = False) -> list[McpServer]:
-    query = select(McpServer).order_by(McpServer.name)
-    if enabled_only:
-        query = query.where(McpServer.enabled.is_(True))
-    return list(session.scalars(query))
-
-
-# Read at every turn: built once, and read as Core rows (attribute access like the ORM rows).
-_ENABLED = select(McpServer.__table__).where(McpServer.enabled.is_(True)).order_by(McpServer.name)
-
-
-def enabled_rows(session: Session | Connection) -> list[Any]:
-    """The enabled servers' stored columns, for :func:`connection` at every turn."""
-    return list(connection_of(session).execute(_ENABLED))
-
-
-def get_server(session: Session, server_id: str) -> McpServer:
-    row = session.get(McpServer, server_id)
-    if row is None:
-        raise NotFound("MCP server")
-    return row
 
 
 def _headers(fields: Mapping[str, Any]) -> dict[str, str] | None:
@@ -75,43 +49,37 @@ def save_server(
     secrets: SecretBox,
     policy: EndpointPolicy,
     fields: Mapping[str, Any],
-    row: McpServer | None = None,
-) -> McpServer:
+    row: McpServerRecord | None = None,
+) -> McpServerRecord:
     """Create (``row`` None) or change a server.  ``headers``/``bearer_token`` replace the
-    stored headers when present; ``headers: null`` clears them."""
+    stored headers when present; ``headers: null`` clears them.  Every field is checked
+    before anything is stored."""
     creating = row is None
-    if row is None:
-        if not fields.get("name") or not fields.get("url"):
-            raise InvalidInput("name and url are required")
-        row = McpServer(id=new_id(), enabled=True)
+    if creating and (not fields.get("name") or not fields.get("url")):
+        raise InvalidInput("name and url are required")
+    server_id = new_id() if row is None else row.id
+    values: dict[str, Any] = {}
     if "name" in fields and fields["name"] is not None:
-        row.name = str(fields["name"]).strip()
-        if not row.name:
+        values["name"] = str(fields["name"]).strip()
+        if not values["name"]:
             raise InvalidInput("name: must not be empty")
     if "url" in fields and fields["url"] is not None:
         policy.check_url(str(fields["url"]))
-        row.url = str(fields["url"])
+        values["url"] = str(fields["url"])
     if "enabled" in fields and fields["enabled"] is not None:
-        row.enabled = bool(fields["enabled"])
+        values["enabled"] = bool(fields["enabled"])
     for name, (low, high) in TIMEOUTS.items():
         if name in fields:
-            setattr(row, name, _timeout(name, fields[name], low, high))
+            values[name] = _timeout(name, fields[name], low, high)
     for name in ("allowed_tools", "ask_first_tools"):
         if name in fields:
-            setattr(row, name, _tool_names(name, fields[name]))
+            values[name] = _tool_names(name, fields[name])
     if "headers" in fields or "bearer_token" in fields:
         headers = _headers(fields)
-        row.headers_ciphertext = (
-            secrets.encrypt(json.dumps(headers), mcp_server_aad(row.id)) if headers else None
+        values["headers_ciphertext"] = (
+            secrets.encrypt(json.dumps(headers), mcp_server_aad(server_id)) if headers else None
         )
-    if creating:
-        session.add(row)
-    try:
-        with session.begin_nested():
-            session.flush()
-    except IntegrityError:
-        raise Conflict("An MCP server with this name already exists.") from None
-    return row
+    return store.save_server(session, server_id, values, creating=creating)
 
 
 #: Allowed seconds for the per-server timeouts (PROV-3).
@@ -139,47 +107,11 @@ def _tool_names(name: str, value: Any) -> list[str] | None:
     return sorted(set(value))
 
 
-def delete_server(session: Session, row: McpServer) -> None:
-    session.delete(row)
-    session.flush()
-
-
-def decrypt_headers(row: McpServer, secrets: SecretBox) -> dict[str, str]:
+def decrypt_headers(row: McpServerRecord, secrets: SecretBox) -> dict[str, str]:
     text = secrets.decrypt_optional(row.headers_ciphertext, mcp_server_aad(row.id))
     return dict(json.loads(text)) if text else {}
 
 
-def connection(row: McpServer, secrets: SecretBox) -> McpConnection:
+def connection(row: McpServerRecord, secrets: SecretBox) -> McpConnection:
     """What an MCP client needs: the URL and the decrypted headers."""
     return McpConnection(row.id, row.name, row.url, decrypt_headers(row, secrets))
-
-
-#: The health of a server this process has no session for (yet).
-NO_HEALTH: dict[str, Any] = {
-    "state": "not_connected",
-    "last_error": None,
-    "last_error_at": None,
-    "last_success_at": None,
-    "tool_count": None,
-    "tools": [],
-}
-
-
-def public_view(row: McpServer, health: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What administrators see: never the headers.  ``health`` is this process's view of the
-    server's session (PROV-3): state, last error and when, last success, the tools listed."""
-    if health is None:
-        health = {**NO_HEALTH, "state": "not_connected" if row.enabled else "disabled"}
-    return {
-        "id": row.id,
-        "name": row.name,
-        "url": row.url,
-        "enabled": row.enabled,
-        "has_headers": row.headers_ciphertext is not None,
-        "connect_timeout": row.connect_timeout,
-        "call_timeout": row.call_timeout,
-        "allowed_tools": row.allowed_tools,
-        "ask_first_tools": row.ask_first_tools or [],
-        "health": dict(health),
-        "created_at": iso(row.created_at),
-    }

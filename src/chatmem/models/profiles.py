@@ -4,19 +4,20 @@
   admin); anything else answers exactly like a missing id (``NotFound``, STORE-1).  Only the
   owner changes a private profile; only admins change shared ones.
 * Saving checks the base URL with the endpoint policy (PROF-4) and encrypts the API key with
-  the profile id as associated data (PROF-2).  The key is write-only: :func:`public_view`
-  says ``has_api_key`` and nothing more.
+  the profile id as associated data (PROF-2).  The key is write-only: the API's view
+  (``chatmem.web.views.profiles``) says ``has_api_key`` and nothing more.
 * The memory knobs (CTX-22) are stored NULL until set, meaning "the engine's default"
   (:data:`KNOB_RANGES` lists them with their accepted ranges; ``instructions_role`` is one of
   :data:`INSTRUCTIONS_ROLES`).  A NULL ``answer_reserve`` follows the window
   (:func:`~chatmem.context.values.default_answer_reserve`); an explicit null in a change
-  returns a knob to its default.  :func:`public_view` shows the effective values.
+  returns a knob to its default.  :func:`effective_knobs` are the values the API shows.
 * :func:`engine_profile` is the context engine's view (window, knobs, tokenizer, prices,
   the summariser's window); :func:`model_endpoint` is the client's (URL, model, decrypted
   key) — the only place a key is decrypted, right before a request.
 
 Every view reads a :class:`~chatmem.store.profiles.ProfileRecord` (loaded by
-:mod:`chatmem.store.profiles`); the ORM row is only what the writes change.
+:mod:`chatmem.store.profiles`); a write checks every change here, then hands the columns to
+the store, which answers with the record as written.
 """
 
 from __future__ import annotations
@@ -25,9 +26,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import fields as dataclass_fields
 from typing import Any
-
-from sqlalchemy import update
-from sqlalchemy.orm import Session
 
 from chatmem.context.values import INSTRUCTIONS_ROLES, Profile, default_answer_reserve
 from chatmem.errors import Forbidden, InvalidInput, NotFound
@@ -41,7 +39,8 @@ from chatmem.models.prices import (
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox, profile_aad
 from chatmem.store import profiles as store
-from chatmem.store.profiles import ProfileRecord, profile_record
+from chatmem.store.profiles import ProfileRecord
+from chatmem.store.sessions import Session
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import (
@@ -49,9 +48,8 @@ from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_MAX,
     CONTEXT_WINDOW_MIN,
     TOKENIZERS,
-    ModelProfile,
 )
-from chatmem.store.types import iso, new_id, utcnow
+from chatmem.store.types import new_id
 
 EDITABLE = (
     "name",
@@ -117,15 +115,14 @@ def can_edit(row: ProfileRecord, user: User) -> bool:
     return row.user_id == user.id or bool(row.shared and user.is_admin)
 
 
-def editable_profile(session: Session, user: User, profile_id: str) -> ModelProfile:
-    """The row to change or delete: one the user may use and edit."""
-    row = session.get(ModelProfile, profile_id)
-    record = profile_record(row) if row is not None else None
-    if row is None or not (record and record.visible_to(user.id)):
+def editable_profile(session: Session, user: User, profile_id: str) -> ProfileRecord:
+    """The profile to change or delete: one the user may use and edit."""
+    record = store.visible_profile(session, user.id, profile_id)
+    if record is None:
         raise NotFound("profile")
     if not can_edit(record, user):
         raise Forbidden("Only an administrator can change a shared profile.")
-    return row
+    return record
 
 
 def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
@@ -159,75 +156,48 @@ def create_profile(
     fields: Mapping[str, Any],
 ) -> ProfileRecord:
     """Create a profile from ``fields`` (names as in :data:`EDITABLE`, plus ``api_key``)."""
-    row = ModelProfile(
-        id=new_id(),
-        user_id=user.id,
-        shared=False,
-        context_window=CONTEXT_WINDOW_DEFAULT,
-        answer_reserve=None,  # automatic: follows the window (CTX-22)
-        tokenizer="estimate",
-        free=False,
-        stateless=False,
-        accepts_images=False,
-    )
-    _apply(session, row, user, secrets, policy, fields, creating=True)
-    session.add(row)
-    session.flush()
-    return profile_record(row)
+    initial: dict[str, Any] = {
+        **dict.fromkeys(EDITABLE),
+        "id": new_id(),
+        "user_id": user.id,
+        "shared": False,
+        "context_window": CONTEXT_WINDOW_DEFAULT,
+        "answer_reserve": None,  # automatic: follows the window (CTX-22)
+        "tokenizer": "estimate",
+        "free": False,
+        "stateless": False,
+        "accepts_images": False,
+    }
+    values = _checked(session, initial, user, secrets, policy, fields, creating=True)
+    return store.insert_profile(session, {**initial, **values})
 
 
 def update_profile(
     session: Session,
     user: User,
-    row: ModelProfile,
+    row: ProfileRecord,
     secrets: SecretBox,
     policy: EndpointPolicy,
     changes: Mapping[str, Any],
 ) -> ProfileRecord:
     """Apply a partial change.  ``api_key``: a string replaces it, ``None`` removes it."""
-    _apply(session, row, user, secrets, policy, changes, creating=False)
-    session.flush()
-    return profile_record(row)
+    before = {name: getattr(row, name) for name in ("id", *EDITABLE)}
+    values = _checked(session, before, user, secrets, policy, changes, creating=False)
+    return store.update_profile(session, row.id, values)
 
 
-def turn_recall_off(session: Session, profile_id: str) -> bool:
-    """The profile's model server refused the ``recall`` tool it was offered by default (it
-    takes no tools): its ``recall`` switch is set off — the profile page shows it, and plans
-    stop counting the tool — unless somebody has set the switch.  Whether it changed."""
-    changed = session.connection().execute(
-        update(ModelProfile)
-        .where(ModelProfile.id == profile_id, ModelProfile.recall.is_(None))
-        .values(recall=False, updated_at=utcnow())
-    )
-    return bool(changed.rowcount)
-
-
-def delete_profile(session: Session, row: ModelProfile) -> None:
-    # Conversations and summariser links keep plain ids; clear them so nothing dangles.
-    session.execute(
-        update(Conversation).where(Conversation.profile_id == row.id).values(profile_id=None)
-    )
-    session.execute(
-        update(ModelProfile)
-        .where(ModelProfile.summarizer_profile_id == row.id)
-        .values(summarizer_profile_id=None)
-    )
-    session.delete(row)
-    session.flush()
-
-
-def _apply(
+def _checked(
     session: Session,
-    row: ModelProfile,
+    row: Mapping[str, Any],
     user: User,
     secrets: SecretBox,
     policy: EndpointPolicy,
     fields: Mapping[str, Any],
     *,
     creating: bool,
-) -> None:
-    """Check every change against the profile as it would be, then write them all: a refused
-    change leaves the row untouched."""
+) -> dict[str, Any]:
+    """Every change checked against the profile as it would be (``row``: its id and editable
+    values now); the columns to write.  A refused change writes nothing."""
     unknown = set(fields) - set(EDITABLE) - {"api_key"}
     if unknown:
         raise InvalidInput(f"unknown profile fields: {', '.join(sorted(unknown))}")
@@ -246,16 +216,17 @@ def _apply(
             changes[name] = value
     if changes.get("shared") and not user.is_admin:
         raise Forbidden("Only administrators can publish shared profiles.")
-    after = {**{n: getattr(row, n) for n in EDITABLE}, **changes}
-    _validate(session, user, row.id, after)
+    after = {**{n: row[n] for n in EDITABLE}, **changes}
+    _validate(session, user, row["id"], after)
     if creating or "base_url" in fields:
         policy.check_url(after["base_url"])
-    for name, value in changes.items():
-        setattr(row, name, value)
     if "api_key" in fields:
         key = fields["api_key"]
         key = key.strip() if isinstance(key, str) else None
-        row.api_key_ciphertext = secrets.encrypt(key, profile_aad(row.id)) if key else None
+        changes["api_key_ciphertext"] = (
+            secrets.encrypt(key, profile_aad(row["id"])) if key else None
+        )
+    return changes
 
 
 def _whole(value: Any) -> bool:
@@ -376,60 +347,3 @@ def model_endpoint(
     ``conceal``: the call is for somebody who may not see the endpoint (another user of a
     shared profile): its errors name neither URL nor host (SEC-4)."""
     return ModelEndpoint(row.base_url, row.model, decrypt_api_key(row, secrets), conceal=conceal)
-
-
-def public_view(row: ProfileRecord, user: User) -> dict[str, Any]:
-    """The API shape of a profile: everything but the key, which is only ``has_api_key``.
-
-    A shared profile seen by a user who may not edit it (SEC-4) shows what choosing and using
-    it needs — name, model, window, tokenizer, stateless, prices — and nothing of where it
-    points or how it is configured: no ``base_url``, no ``has_api_key``, no knobs."""
-    info = price_info(row)
-    prices = {
-        "input_per_mtok": info.prices.input_per_mtok,
-        "output_per_mtok": info.prices.output_per_mtok,
-        "free": info.prices.free,
-        "source": info.source,
-        "currency": "USD",
-    }
-    if not can_edit(row, user):
-        return {
-            "id": row.id,
-            "name": row.name,
-            "model": row.model,
-            "context_window": row.context_window,
-            "tokenizer": row.tokenizer,
-            "free": row.free,
-            "prices": prices,
-            "stateless": row.stateless,
-            "shared": row.shared,
-            "auto_rank": row.auto_rank,  # USE-4: Auto's order (None: never picked)
-            "owned": False,
-            "editable": False,
-        }
-    return {
-        "id": row.id,
-        "name": row.name,
-        "base_url": row.base_url,
-        "model": row.model,
-        "has_api_key": row.api_key_ciphertext is not None,
-        "context_window": row.context_window,
-        **effective_knobs(row),
-        "answer_reserve_auto": row.answer_reserve is None,
-        "tokenizer": row.tokenizer,
-        "input_price_per_mtok": row.input_price_per_mtok,
-        "output_price_per_mtok": row.output_price_per_mtok,
-        "free": row.free,
-        "prices": prices,
-        "stateless": row.stateless,
-        "accepts_images": row.accepts_images,
-        "summarizer_profile_id": row.summarizer_profile_id,
-        # Issue 17: the recall tool as set (null: on in the economy and full modes).
-        "recall": row.recall,
-        "shared": row.shared,
-        "auto_rank": row.auto_rank,  # USE-4: Auto's order (None: never picked)
-        "owned": row.user_id == user.id,
-        "editable": True,
-        "created_at": iso(row.created_at),
-        "updated_at": iso(row.updated_at),
-    }

@@ -14,17 +14,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
-from chatmem.security.secret_box import (
-    SecretBox,
-    mcp_server_aad,
-    new_key,
-    profile_aad,
-    write_key_file_atomically,
-)
+from chatmem.security.secret_box import SecretBox, new_key, write_key_file_atomically
 from chatmem.store.db import Database
-from chatmem.store.tables.profiles import McpServer, ModelProfile
+from chatmem.store.mcp_servers import reencrypt_headers
+from chatmem.store.profiles import reencrypt_api_keys
 
 
 @dataclass(frozen=True)
@@ -43,24 +36,8 @@ def rotate(db: Database, old: SecretBox, new_key_bytes: bytes | None = None) -> 
         write_key_file_atomically(staged, new.key)
     try:
         with db.session() as session:
-            profiles = 0
-            for row in session.scalars(
-                select(ModelProfile).where(ModelProfile.api_key_ciphertext.is_not(None))
-            ):
-                aad = profile_aad(row.id)
-                assert row.api_key_ciphertext is not None
-                row.api_key_ciphertext = new.encrypt(old.decrypt(row.api_key_ciphertext, aad), aad)
-                profiles += 1
-            servers = 0
-            for server in session.scalars(
-                select(McpServer).where(McpServer.headers_ciphertext.is_not(None))
-            ):
-                aad = mcp_server_aad(server.id)
-                assert server.headers_ciphertext is not None
-                server.headers_ciphertext = new.encrypt(
-                    old.decrypt(server.headers_ciphertext, aad), aad
-                )
-                servers += 1
+            profiles = reencrypt_api_keys(session, old, new)
+            servers = reencrypt_headers(session, old, new)
     except BaseException:
         if staged is not None:
             staged.unlink(missing_ok=True)

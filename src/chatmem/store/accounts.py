@@ -26,6 +26,46 @@ SIGNIN_LINK_TTL = timedelta(days=7)
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$")
 
 
+@dataclass(frozen=True, slots=True)
+class UserRecord:
+    """An account as its readers see it: every column but the password hash (a record
+    carries no credential, not even its digest), only whether there is one."""
+
+    id: str
+    name: str
+    has_password: bool
+    is_admin: bool
+    disabled: bool
+    locale: str | None
+    evicted_conversations: int
+    evicted_messages: int
+    #: USE-5: the user's own limits (None: the deployment's).
+    session_limit_usd: float | None
+    week_limit_usd: float | None
+    created_at: datetime
+
+
+#: Whom a credential is made for: the account's row or its record (only its id is read).
+Account = User | UserRecord
+
+
+def user_record(user: User) -> UserRecord:
+    """The record of an ORM row (after a write)."""
+    return UserRecord(
+        user.id,
+        user.name,
+        bool(user.password_hash),
+        bool(user.is_admin),
+        bool(user.disabled),
+        user.locale,
+        user.evicted_conversations,
+        user.evicted_messages,
+        user.session_limit_usd,
+        user.week_limit_usd,
+        user.created_at,
+    )
+
+
 def check_name(name: str) -> str:
     if not NAME_PATTERN.match(name):
         raise InvalidInput(
@@ -68,11 +108,35 @@ def user_by_name(session: Session, name: str) -> User | None:
     return session.scalars(select(User).where(User.name == name)).first()
 
 
-def require_user(session: Session, name: str) -> User:
+def user_by_id(session: Session, user_id: str) -> User | None:
+    return session.get(User, user_id)
+
+
+def admin_by_name(session: Session, name: str) -> UserRecord | None:
+    """The administrator with this name, None when there is none (or the user is not one)."""
+    row = session.scalars(select(User).where(User.name == name, User.is_admin.is_(True))).first()
+    return None if row is None else user_record(row)
+
+
+def first_admin(session: Session) -> User | None:
+    """The administrator created first, None when there is none."""
+    return session.scalars(
+        select(User).where(User.is_admin.is_(True)).order_by(User.created_at, User.id).limit(1)
+    ).first()
+
+
+def sole_user(session: Session, *, not_prefixed: str) -> User | None:
+    """The only user whose name does not start with ``not_prefixed``, None when there are
+    none or several."""
+    users = list(session.scalars(select(User).where(~User.name.startswith(not_prefixed)).limit(2)))
+    return users[0] if len(users) == 1 else None
+
+
+def require_user(session: Session, name: str) -> UserRecord:
     user = user_by_name(session, name)
     if user is None:
         raise NotFound("user")
-    return user
+    return user_record(user)
 
 
 def count_users(session: Session) -> int:
@@ -105,11 +169,11 @@ def check_password(db: Database, name: str, password: str) -> str:
 # --- API tokens --------------------------------------------------------------------------
 
 
-def create_api_token(session: Session, user: User, label: str = "") -> str:
+def create_api_token(session: Session, user: Account, label: str = "") -> str:
     return new_api_token(session, user, label).token
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TokenRecord:
     """An API token as its owner sees it: never the secret, which is stored as a digest."""
 
@@ -120,7 +184,7 @@ class TokenRecord:
     last_used_at: datetime | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NewToken:
     record: TokenRecord
     #: The secret, shown this once.
@@ -131,7 +195,7 @@ class NewToken:
 MAX_API_TOKENS = 100
 
 
-def new_api_token(session: Session, user: User, label: str = "") -> NewToken:
+def new_api_token(session: Session, user: Account, label: str = "") -> NewToken:
     held = session.scalar(select(func.count()).where(ApiToken.user_id == user.id)) or 0
     if held >= MAX_API_TOKENS:
         raise QuotaExceeded(
@@ -223,7 +287,7 @@ def mark_tokens_used(session: Session, used: Mapping[str, datetime]) -> None:
 
 
 def open_browser_session(
-    session: Session, user: User, *, now: datetime | None = None
+    session: Session, user: Account, *, now: datetime | None = None
 ) -> tuple[str, str]:
     """Returns ``(session_token, csrf_token)``; both go to cookies, only digests are stored
     for the first (the CSRF token is not a credential by itself)."""
@@ -242,7 +306,7 @@ def open_browser_session(
     return token, csrf
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BrowserLogin:
     """A live browser session: whose it is and the CSRF token its writes must echo."""
 
@@ -267,7 +331,7 @@ def close_browser_session(session: Session, token: str) -> None:
 # --- One-time sign-in links ----------------------------------------------------------------
 
 
-def create_signin_link(session: Session, user: User, *, now: datetime | None = None) -> str:
+def create_signin_link(session: Session, user: Account, *, now: datetime | None = None) -> str:
     now = now or utcnow()
     token = new_secret()
     session.add(
@@ -282,7 +346,7 @@ def create_signin_link(session: Session, user: User, *, now: datetime | None = N
     return token
 
 
-def redeem_signin_link(session: Session, token: str, *, now: datetime | None = None) -> User:
+def redeem_signin_link(session: Session, token: str, *, now: datetime | None = None) -> UserRecord:
     """Marks the link used and returns its user; a used, expired or unknown link is NotFound."""
     now = now or utcnow()
     link = session.scalars(
@@ -296,12 +360,12 @@ def redeem_signin_link(session: Session, token: str, *, now: datetime | None = N
         raise NotFound("sign-in link")
     if user.disabled:
         raise Unauthorized("This account is disabled; ask an administrator.")
-    return user
+    return user_record(user)
 
 
-def signin_link_pending(session: Session, user: User) -> bool:
+def signin_link_pending(session: Session, user: UserRecord) -> bool:
     """Whether the user has never signed in by any means (no password, no used link)."""
-    if user.password_hash:
+    if user.has_password:
         return False
     used = session.scalar(
         select(func.count())

@@ -8,6 +8,7 @@ rolled back) cannot exist.  Passwords never reach the record: only that one was 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -16,12 +17,13 @@ from sqlalchemy.orm import Session
 
 from chatmem.errors import Conflict, InvalidInput, NotFound
 from chatmem.store import accounts
+from chatmem.store.accounts import UserRecord, user_record
 from chatmem.store.exchange.staged import STAGING_PREFIX
 from chatmem.store.spending import EXTENSION_SCOPES
 from chatmem.store.tables.accounts import BrowserSession, SigninLink, User
 from chatmem.store.tables.admin import AdminAction
 from chatmem.store.tables.runs import ExtensionRequest
-from chatmem.store.types import iso, utcnow
+from chatmem.store.types import utcnow
 
 #: The largest amount one grant or one limit may be (USD): a typo, not a budget, beyond it.
 MAX_USD = 1_000_000.0
@@ -36,7 +38,7 @@ def record(
     details: dict[str, Any] | None = None,
     *,
     now: datetime | None = None,
-) -> AdminAction:
+) -> None:
     row = AdminAction(
         admin_id=admin.id,
         admin_name=admin.name,
@@ -48,31 +50,42 @@ def record(
     )
     session.add(row)
     session.flush()
-    return row
 
 
-def actions(session: Session, *, limit: int = 200) -> list[AdminAction]:
+@dataclass(frozen=True, slots=True)
+class ActionRecord:
+    """One entry of the audit trail: who (their name as it was), did what, to what, when."""
+
+    id: str
+    admin_id: str | None
+    admin_name: str
+    action: str
+    target_type: str
+    target_id: str | None
+    details: dict[str, Any]
+    created_at: datetime
+
+
+def actions(session: Session, *, limit: int = 200) -> list[ActionRecord]:
     """The audit trail, newest first."""
-    return list(
-        session.scalars(
-            select(AdminAction)
-            .order_by(AdminAction.created_at.desc(), AdminAction.id.desc())
-            .limit(limit)
-        )
+    rows = session.scalars(
+        select(AdminAction)
+        .order_by(AdminAction.created_at.desc(), AdminAction.id.desc())
+        .limit(limit)
     )
-
-
-def action_public(row: AdminAction) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "admin_id": row.admin_id,
-        "admin_name": row.admin_name,
-        "action": row.action,
-        "target_type": row.target_type,
-        "target_id": row.target_id,
-        "details": row.details,
-        "created_at": iso(row.created_at),
-    }
+    return [
+        ActionRecord(
+            row.id,
+            row.admin_id,
+            row.admin_name,
+            row.action,
+            row.target_type,
+            row.target_id,
+            row.details,
+            row.created_at,
+        )
+        for row in rows
+    ]
 
 
 def usd(value: float | None, name: str, *, positive: bool = False) -> float | None:
@@ -142,31 +155,20 @@ def decline_extension(session: Session, admin: User, request_id: str) -> Extensi
 # --- users ---------------------------------------------------------------------------------
 
 
-def all_users(session: Session) -> list[User]:
-    """Every account (not an import's staging owner: ``store.exchange.staged``)."""
+def all_users(session: Session) -> list[UserRecord]:
+    """Every account (not an import's staging owner: ``store.exchange.staged``), by name."""
     accounts_only = ~User.name.startswith(STAGING_PREFIX)
-    return list(session.scalars(select(User).where(accounts_only).order_by(User.name)))
-
-
-def user_admin_public(user: User) -> dict[str, Any]:
-    return {
-        "id": user.id,
-        "name": user.name,
-        "is_admin": user.is_admin,
-        "disabled": user.disabled,
-        "session_limit_usd": user.session_limit_usd,
-        "week_limit_usd": user.week_limit_usd,
-        "created_at": iso(user.created_at),
-    }
+    rows = session.scalars(select(User).where(accounts_only).order_by(User.name))
+    return [user_record(row) for row in rows]
 
 
 def add_user(
     session: Session, admin: User, name: str, password_hash: str | None, is_admin: bool
-) -> User:
+) -> UserRecord:
     """A new user; ``password_hash`` made before the transaction (``new_password_hash``)."""
     user = accounts.create_user(session, name, password_hash=password_hash, is_admin=is_admin)
     record(session, admin, "add_user", "user", user.id, {"name": user.name, "is_admin": is_admin})
-    return user
+    return user_record(user)
 
 
 def _sign_out_everywhere(session: Session, user: User) -> None:
@@ -177,7 +179,7 @@ def _sign_out_everywhere(session: Session, user: User) -> None:
     )
 
 
-def update_user(session: Session, admin: User, user_id: str, changes: dict[str, Any]) -> User:
+def update_user(session: Session, admin: User, user_id: str, changes: dict[str, Any]) -> UserRecord:
     """Applies the keys present in ``changes``: ``disabled``, ``password_hash`` (a new
     password's, made before the transaction: ``accounts.new_password_hash``), ``is_admin``,
     ``session_limit_usd`` / ``week_limit_usd`` (None: back to the deployment's limits).
@@ -212,4 +214,4 @@ def update_user(session: Session, admin: User, user_id: str, changes: dict[str, 
         raise InvalidInput("Nothing to change.")
     session.flush()
     record(session, admin, "update_user", "user", user.id, {"name": user.name, **details})
-    return user
+    return user_record(user)

@@ -18,12 +18,16 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, or_, select
+from sqlalchemy import Connection, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from chatmem.errors import NotFound
+from chatmem.security.secret_box import SecretBox, profile_aad
 from chatmem.store.db import connection_of
+from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import ModelProfile
 from chatmem.store.tables.runs import UsageRow
+from chatmem.store.types import utcnow
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,3 +183,88 @@ def auto_planning_profile(session: Session | Connection, user_id: str) -> str | 
     ``turns.answerer.resolve_auto_profile``, which also weighs the user's usage."""
     ranked = auto_candidates(session, user_id)
     return ranked[0].id if ranked else None
+
+
+def shared_profiles(session: Session | Connection) -> list[ProfileRecord]:
+    """Every shared profile in Auto's order (USE-4): ranked ones by rank, unranked last, then
+    by name."""
+    rows = connection_of(session).execute(
+        select(*PROFILE_COLUMNS)
+        .where(ModelProfile.shared.is_(True))
+        .order_by(ModelProfile.auto_rank.is_(None), ModelProfile.auto_rank, ModelProfile.name)
+    )
+    return [ProfileRecord(*row) for row in rows]
+
+
+# --- writes (the checks are the profiles room's, :mod:`chatmem.models.profiles`) ------------
+
+
+def insert_profile(session: Session, values: Mapping[str, Any]) -> ProfileRecord:
+    """A new profile with these column values (the rest: the table's defaults)."""
+    row = ModelProfile(**values)
+    session.add(row)
+    session.flush()
+    return profile_record(row)
+
+
+def update_profile(session: Session, profile_id: str, values: Mapping[str, Any]) -> ProfileRecord:
+    """The profile with these columns changed (``updated_at`` moves when any does)."""
+    row = session.get(ModelProfile, profile_id)
+    if row is None:
+        raise NotFound("profile")
+    for name, value in values.items():
+        setattr(row, name, value)
+    session.flush()
+    return profile_record(row)
+
+
+def set_auto_rank(session: Session, profile_id: str, auto_rank: int | None) -> ProfileRecord:
+    """USE-4: a shared profile's place in Auto's order (None: never picked); a private or
+    missing profile is :class:`NotFound`."""
+    row = session.get(ModelProfile, profile_id)
+    if row is None or not row.shared:
+        raise NotFound("profile")
+    row.auto_rank = auto_rank
+    return profile_record(row)
+
+
+def turn_recall_off(session: Session, profile_id: str) -> bool:
+    """The profile's model server refused the ``recall`` tool it was offered by default (it
+    takes no tools): its ``recall`` switch is set off — the profile page shows it, and plans
+    stop counting the tool — unless somebody has set the switch.  Whether it changed."""
+    changed = session.connection().execute(
+        update(ModelProfile)
+        .where(ModelProfile.id == profile_id, ModelProfile.recall.is_(None))
+        .values(recall=False, updated_at=utcnow())
+    )
+    return bool(changed.rowcount)
+
+
+def delete_profile(session: Session, profile_id: str) -> None:
+    """Deletes the profile.  Conversations and summariser links keep plain ids: they are
+    cleared so nothing dangles."""
+    session.execute(
+        update(Conversation).where(Conversation.profile_id == profile_id).values(profile_id=None)
+    )
+    session.execute(
+        update(ModelProfile)
+        .where(ModelProfile.summarizer_profile_id == profile_id)
+        .values(summarizer_profile_id=None)
+    )
+    row = session.get(ModelProfile, profile_id)
+    if row is not None:
+        session.delete(row)
+    session.flush()
+
+
+def reencrypt_api_keys(session: Session, old: SecretBox, new: SecretBox) -> int:
+    """PROF-3: every stored API key decrypted with ``old`` and encrypted with ``new`` (in the
+    caller's one transaction); how many."""
+    count = 0
+    rows = session.scalars(select(ModelProfile).where(ModelProfile.api_key_ciphertext.is_not(None)))
+    for row in rows:
+        aad = profile_aad(row.id)
+        assert row.api_key_ciphertext is not None
+        row.api_key_ciphertext = new.encrypt(old.decrypt(row.api_key_ciphertext, aad), aad)
+        count += 1
+    return count

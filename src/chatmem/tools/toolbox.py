@@ -173,9 +173,10 @@ def read_mcp_servers(
 ) -> tuple[list[McpServerConfig], list[tuple[str, Any]]]:
     """:func:`load_mcp_servers`, and each enabled server's stored tool list (its JSON)."""
     from chatmem.models import mcp_servers
+    from chatmem.store.mcp_servers import enabled_servers
 
     configs: list[McpServerConfig] = []
-    rows = mcp_servers.enabled_rows(session)
+    rows = enabled_servers(session)
     for row in rows:
         try:
             conn = mcp_servers.connection(row, secrets)

@@ -52,11 +52,11 @@ from chatmem.errors import (
     ProviderRefusesTools,
 )
 from chatmem.models.clients import ModelClients
-from chatmem.models.profiles import turn_recall_off
 from chatmem.models.stream import Finish, ReasoningDelta, TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import Database
+from chatmem.store.profiles import turn_recall_off
 from chatmem.store.types import new_id
 from chatmem.store.units import read, work
 from chatmem.tools.approvals import Approvals
@@ -299,7 +299,7 @@ class TurnRunner:
     async def _recall_refused(self, inputs: TurnInputs, toolbox: ToolBox) -> bool:
         """The model server refused the step's tools.  When the only one was the built-in
         ``recall``, offered by the mode's default (nobody chose it), the profile's switch goes
-        off (:func:`~chatmem.models.profiles.turn_recall_off`: the profile page shows it, the
+        off (:func:`~chatmem.store.profiles.turn_recall_off`: the profile page shows it, the
         next plan leaves the tool out and counts no schema for it) and the step can be sent
         again.  Tools somebody chose stay: the refusal fails the turn, saying so."""
         if not inputs.recall_by_default or toolbox.schemas or inputs.profile_id is None:

@@ -1,6 +1,7 @@
 """The app factory.  No import-time singletons: ``create_app(settings)`` builds everything.
 
-Start-up order (in the lifespan): open the database and apply Alembic migrations, load the
+Start-up order (in the lifespan): open the database and apply Alembic migrations, create the
+first administrator or print its sign-in link while it has never signed in, load the
 encryption key, mark runs left ``running`` by a dead process as ``interrupted``, start the
 run coordinator.  Tests build their own app with a temporary state directory.
 """
@@ -16,6 +17,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from chatmem import __version__
+from chatmem.auth.bootstrap import announce_first_start
 from chatmem.auth.throttle import throttle_from_settings, trusted_proxies_from_settings
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import check_env_key, load_key
@@ -44,6 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         db = open_database(settings)
+        announce_first_start(db, settings)
         app.state.db = db
         # Worker threads for sync routes and units of work, sized with the database's
         # session slots so a session that has begun always finds a thread to finish on.

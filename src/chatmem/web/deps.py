@@ -2,7 +2,7 @@
 
 - ``SettingsDep`` — the app's :class:`~chatmem.settings.Settings`.
 - ``DatabaseDep`` — the :class:`~chatmem.store.db.Database` on ``app.state.db``.
-- ``DbSession`` — one SQLAlchemy ``Session`` per request (a writer for non-GET methods),
+- ``DbSession`` — one database ``Session`` per request (a writer for non-GET methods),
   committed when the route returns
   normally and rolled back when it raises (so a refused request writes nothing).  Its exit
   runs before the response is sent (``scope="function"``), so a client never sees an answer
@@ -24,8 +24,6 @@ from typing import Annotated, Literal, cast
 
 import anyio
 from fastapi import Depends, Request
-from sqlalchemy import Connection
-from sqlalchemy.orm import Session
 
 from chatmem.auth.cookies import CSRF_COOKIE, CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
 from chatmem.errors import Forbidden, Unauthorized
@@ -33,6 +31,7 @@ from chatmem.security.passwords import digest, same
 from chatmem.settings import Settings
 from chatmem.store import accounts
 from chatmem.store.db import Database, end_session
+from chatmem.store.sessions import Connection, Session
 from chatmem.store.tables.accounts import User
 from chatmem.store.types import utcnow
 
@@ -221,7 +220,7 @@ def authenticated_user_id(request: Request, db: Session | Connection | None = No
 
 
 def get_current_user(request: Request, session: DbSession) -> User:
-    user = session.get(User, authenticated_user_id(request, session))
+    user = accounts.user_by_id(session, authenticated_user_id(request, session))
     if user is None:  # pragma: no cover - tokens and sessions cascade with their user
         raise Unauthorized("Sign in first.")
     if user.disabled:  # USE-5: even within the credential cache's few seconds

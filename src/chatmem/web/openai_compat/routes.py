@@ -16,10 +16,10 @@ from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response
-from sqlalchemy.orm import Session
 
 from chatmem.errors import NotFound
 from chatmem.store.profiles import AUTO_PROFILE, visible_profiles
+from chatmem.store.sessions import Session
 from chatmem.turns.events import RunEvent
 from chatmem.web.api.routes.turns import UserId, turn_service
 from chatmem.web.deps import CurrentUser, DbSession

@@ -16,16 +16,18 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
-from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
-from chatmem.errors import Forbidden, NotFound
+from chatmem.errors import Forbidden
 from chatmem.store import accounts, admin
+from chatmem.store import profiles as profile_store
+from chatmem.store.accounts import UserRecord
+from chatmem.store.profiles import ProfileRecord
 from chatmem.store.spending import all_requests, request_public
-from chatmem.store.tables.profiles import ModelProfile
 from chatmem.turns.usage import user_usage_brief
 from chatmem.web.api.schemas import Body, Whole
 from chatmem.web.deps import AdminUser, DbSession, SettingsDep, authenticated_user_id
+from chatmem.web.views.admin import action_view, user_admin_view
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
 
@@ -115,8 +117,8 @@ def decline_extension(request_id: str, user: AdminUser, session: DbSession) -> d
 # --- users ---------------------------------------------------------------------------------
 
 
-def _user_view(session: DbSession, user: Any, settings: SettingsDep) -> dict[str, Any]:
-    return {**admin.user_admin_public(user), "usage": user_usage_brief(session, user.id, settings)}
+def _user_view(session: DbSession, user: UserRecord, settings: SettingsDep) -> dict[str, Any]:
+    return {**user_admin_view(user), "usage": user_usage_brief(session, user.id, settings)}
 
 
 @router.get("/users")
@@ -161,7 +163,7 @@ def change_user(
 # --- shared profiles and Auto's order ------------------------------------------------------
 
 
-def _profile_view(row: ModelProfile) -> dict[str, Any]:
+def _profile_view(row: ProfileRecord) -> dict[str, Any]:
     return {
         "id": row.id,
         "name": row.name,
@@ -176,12 +178,7 @@ def _profile_view(row: ModelProfile) -> dict[str, Any]:
 @router.get("/profiles")
 def list_shared_profiles(_: AdminUser, session: DbSession) -> dict[str, Any]:
     """The shared profiles, in Auto's order (unranked ones last)."""
-    rows = session.scalars(
-        select(ModelProfile)
-        .where(ModelProfile.shared.is_(True))
-        .order_by(ModelProfile.auto_rank.is_(None), ModelProfile.auto_rank, ModelProfile.name)
-    )
-    return {"items": [_profile_view(r) for r in rows]}
+    return {"items": [_profile_view(r) for r in profile_store.shared_profiles(session)]}
 
 
 @router.patch("/profiles/{profile_id}")
@@ -189,10 +186,7 @@ def rank_profile(
     profile_id: str, body: ProfileRank, user: AdminUser, session: DbSession
 ) -> dict[str, Any]:
     """Sets a shared profile's place in Auto's order (``null``: Auto never picks it)."""
-    row = session.get(ModelProfile, profile_id)
-    if row is None or not row.shared:
-        raise NotFound("profile")
-    row.auto_rank = body.auto_rank
+    row = profile_store.set_auto_rank(session, profile_id, body.auto_rank)
     admin.record(
         session,
         user,
@@ -214,4 +208,4 @@ def list_actions(
     limit: Annotated[int, Field(ge=1, le=1000), Whole] = 200,
 ) -> dict[str, Any]:
     """Everything administrators did, newest first, with who and when."""
-    return {"items": [admin.action_public(a) for a in admin.actions(session, limit=limit)]}
+    return {"items": [action_view(a) for a in admin.actions(session, limit=limit)]}

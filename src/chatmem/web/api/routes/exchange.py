@@ -24,7 +24,6 @@ import anyio
 import anyio.from_thread
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
-from sqlalchemy.orm import Session
 
 from chatmem.bounds import Bounds
 from chatmem.errors import ImportFormatError
@@ -35,6 +34,7 @@ from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
 from chatmem.store.exchange.staged import run_staged
 from chatmem.store.quotas import Limits
+from chatmem.store.sessions import Session
 from chatmem.web.deps import CurrentUser, DatabaseDep, DbSession, SettingsDep
 from chatmem.web.errors import UPLOAD_RESPONSES
 from chatmem.web.uploads import ReceivedUpload

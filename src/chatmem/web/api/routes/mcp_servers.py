@@ -14,14 +14,16 @@ from typing import Annotated, Any
 import anyio.from_thread
 from fastapi import APIRouter, Request, Response
 from pydantic import Field
-from sqlalchemy.orm import Session
 
 from chatmem.models import mcp_servers as repo
 from chatmem.store import admin as audit
-from chatmem.store.tables.profiles import McpServer
+from chatmem.store import mcp_servers as store
+from chatmem.store.mcp_servers import McpServerRecord
+from chatmem.store.sessions import Session
 from chatmem.web.api.schemas import Body
 from chatmem.web.deps import AdminUser, DbSession
 from chatmem.web.model_deps import EndpointPolicyDep, SecretsDep
+from chatmem.web.views.mcp_servers import mcp_server_view
 
 router = APIRouter(prefix="/api/v1/mcp-servers", tags=["mcp"])
 
@@ -57,13 +59,13 @@ class McpServerUpdate(Body):
     ask_first_tools: ToolNames | None = None
 
 
-def _view(request: Request, row: McpServer) -> dict[str, Any]:
+def _view(request: Request, row: McpServerRecord) -> dict[str, Any]:
     turns = getattr(request.app.state, "turns", None)
     health = turns.mcp.status(row.id) if turns is not None and row.enabled else None
-    return repo.public_view(row, health)
+    return mcp_server_view(row, health)
 
 
-def _audited(row: McpServer, fields: dict[str, Any]) -> dict[str, Any]:
+def _audited(row: McpServerRecord, fields: dict[str, Any]) -> dict[str, Any]:
     """What the audit trail keeps of a change (USE-5): the fields set, secrets only named."""
     secret = {"headers", "bearer_token"}
     return {
@@ -82,14 +84,14 @@ def _changed(request: Request, session: Session) -> None:
 
 @router.get("")
 def list_servers(request: Request, _: AdminUser, session: DbSession) -> dict[str, Any]:
-    return {"items": [_view(request, s) for s in repo.list_servers(session)]}
+    return {"items": [_view(request, s) for s in store.list_servers(session)]}
 
 
 @router.get("/{server_id}")
 def get_server(
     server_id: str, request: Request, _: AdminUser, session: DbSession
 ) -> dict[str, Any]:
-    return _view(request, repo.get_server(session, server_id))
+    return _view(request, store.get_server(session, server_id))
 
 
 @router.post("", status_code=201)
@@ -118,7 +120,7 @@ def change_server(
     secrets: SecretsDep,
     policy: EndpointPolicyDep,
 ) -> dict[str, Any]:
-    row = repo.get_server(session, server_id)
+    row = store.get_server(session, server_id)
     fields = body.model_dump(exclude_unset=True)
     row = repo.save_server(session, secrets, policy, fields, row)
     audit.record(session, user, "update_mcp_server", "mcp_server", row.id, _audited(row, fields))
@@ -130,8 +132,8 @@ def change_server(
 def delete_server(
     server_id: str, request: Request, user: AdminUser, session: DbSession
 ) -> Response:
-    row = repo.get_server(session, server_id)
+    row = store.get_server(session, server_id)
     audit.record(session, user, "delete_mcp_server", "mcp_server", row.id, {"name": row.name})
-    repo.delete_server(session, row)
+    store.delete_server(session, row.id)
     _changed(request, session)
     return Response(status_code=204)

@@ -27,7 +27,8 @@ from chatmem.models import profiles as repo
 from chatmem.models.client import ModelClient, RetryPolicy
 from chatmem.models.prices import MAX_PRICE_PER_MTOK
 from chatmem.store import admin as audit
-from chatmem.store.profiles import visible_profiles
+from chatmem.store import profiles as profile_store
+from chatmem.store.profiles import ProfileRecord, visible_profiles
 from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_DEFAULT,
     CONTEXT_WINDOW_MAX,
@@ -36,6 +37,7 @@ from chatmem.store.tables.profiles import (
 from chatmem.web.api.schemas import Body
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 from chatmem.web.model_deps import EndpointPolicyDep, SecretsDep
+from chatmem.web.views.profiles import profile_view
 
 router = APIRouter(prefix="/api/v1/profiles", tags=["profiles"])
 
@@ -146,7 +148,7 @@ _NULLABLE = {
 
 @router.get("")
 def list_profiles(user: CurrentUser, session: DbSession) -> dict[str, Any]:
-    return {"items": [repo.public_view(p, user) for p in visible_profiles(session, user.id)]}
+    return {"items": [profile_view(p, user) for p in visible_profiles(session, user.id)]}
 
 
 @router.post("", status_code=201)
@@ -160,12 +162,12 @@ def create_profile(
     row = repo.create_profile(session, user, secrets, policy, body.model_dump())
     if row.shared:
         _audit(session, user, "add_shared_profile", row, body.model_fields_set)
-    return repo.public_view(row, user)
+    return profile_view(row, user)
 
 
 @router.get("/{profile_id}")
 def read_profile(profile_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
-    return repo.public_view(repo.visible_profile(session, user, profile_id), user)
+    return profile_view(repo.visible_profile(session, user, profile_id), user)
 
 
 @router.patch("/{profile_id}")
@@ -186,7 +188,7 @@ def change_profile(
     changed = repo.update_profile(session, user, row, secrets, policy, changes)
     if row.shared or changed.shared:
         _audit(session, user, "update_shared_profile", changed, set(changes))
-    return repo.public_view(changed, user)
+    return profile_view(changed, user)
 
 
 @router.delete("/{profile_id}", status_code=204)
@@ -194,11 +196,13 @@ def delete_profile(profile_id: str, user: CurrentUser, session: DbSession) -> Re
     row = repo.editable_profile(session, user, profile_id)
     if row.shared:
         _audit(session, user, "delete_shared_profile", row, set())
-    repo.delete_profile(session, row)
+    profile_store.delete_profile(session, row.id)
     return Response(status_code=204)
 
 
-def _audit(session: DbSession, user: CurrentUser, action: str, row: Any, fields: set[str]) -> None:
+def _audit(
+    session: DbSession, user: CurrentUser, action: str, row: ProfileRecord, fields: set[str]
+) -> None:
     """USE-5: an administrator's change to a shared profile, in the audit trail (the names
     of the fields set, never the key)."""
     audit.record(
