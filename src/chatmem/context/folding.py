@@ -50,7 +50,8 @@ from chatmem.context.compaction import (
 from chatmem.context.errors import EngineError
 from chatmem.context.history import find_backward, tokens_between
 from chatmem.context.modes import effective_mode
-from chatmem.context.plan import Plan, _plan, manual_fold
+from chatmem.context.plan import _plan, manual_fold
+from chatmem.context.plan_result import Plan
 from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer, count_message, get_tokenizer
 from chatmem.context.values import Conversation, Message, Mode, Profile, Summary
 
