@@ -46,6 +46,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatmem.context.attachments import (
+    auto_file_tokens,
+    file_block,
+    file_statuses,
+    file_tokens,
+    image_report,
+)
 from chatmem.context.compaction import (
     PENDING_SUMMARY,
     SUMMARY_HEADER,
@@ -58,11 +65,6 @@ from chatmem.context.fold_plan import Fold, after_fold, fold_floor, fold_request
 from chatmem.context.history import PairWalker, TokensOf, find_backward
 from chatmem.context.images import (
     DRAFT,
-    EXCLUDED,
-    MESSAGE_NOT_SENT,
-    NOT_ACCEPTED,
-    NOT_ATTACHED,
-    WINDOW_MODE,
     Rider,
     rider_tokens,
     riders,
@@ -98,7 +100,6 @@ from chatmem.context.values import (
     Conversation,
     File,
     FileStatus,
-    InstructionsRole,
     Message,
     MessageStatus,
     Mode,
@@ -106,28 +107,6 @@ from chatmem.context.values import (
     Summary,
 )
 from chatmem.context.window import assemble_window
-
-
-def file_block(file: File, role: InstructionsRole = "system") -> dict[str, str]:
-    """How a file is sent: a message with its name, in the instructions' role (CTX-16)."""
-    return {"role": role, "content": f"File {file.name}:\n\n{file.content}"}
-
-
-def _file_tokens(file: File, tokenizer: Tokenizer) -> int:
-    if file.binary:
-        return 0  # never sent: its message's placeholder stands for it (PROV-4)
-    if file.tokens is not None:
-        return file.tokens
-    return MESSAGE_OVERHEAD + tokenizer.count(file_block(file)["content"])
-
-
-def _auto_file_tokens(files: Sequence[File], tokenizer: Tokenizer) -> dict[str, int]:
-    """Message id -> tokens of the auto files attached to it (they travel with it)."""
-    out: dict[str, int] = {}
-    for f in files:
-        if f.state == "auto" and f.message_id is not None and not f.binary:
-            out[f.message_id] = out.get(f.message_id, 0) + _file_tokens(f, tokenizer)
-    return out
 
 
 def plan(
@@ -223,47 +202,26 @@ def _plan(
     rider_toks = rider_tokens(attached)
     turn = _current_turn(frame, fixed, attached, rider_toks, draft_riders)
     memory = _memory(frame, fixed, turn, draft, attached, rider_toks)
-    in_memory_ids = set(memory.chosen.in_memory_ids)
-    in_memory_ids.update(
-        frame.messages[frame.history_stop + k].id
-        for k, s in enumerate(turn.statuses)
-        if s == "in_memory"
-    )
     if draft_riders:
         attached[DRAFT] = draft_riders
-    images, images_tokens, placeholder_tokens = _image_report(
-        conversation.files, attached, in_memory_ids | {DRAFT}, frame.mode
-    )
-    file_statuses, sent_files = _file_statuses(
-        conversation.files, frame.mode, images, in_memory_ids
-    )
-    sent = _request_messages(frame, memory, turn, sent_files, draft, draft_riders)
+    files = _files_sent(frame, memory, turn, attached)
+    sent = _request_messages(frame, memory, turn, files.sent, draft, draft_riders)
     breakdown = _breakdown(
         frame,
         fixed,
         summary=memory.summary_tokens,
-        messages=memory.chosen.tokens + turn.tokens + memory.draft_tokens + placeholder_tokens,
-        files=sum(_file_tokens(f, frame.tok) for f in sent_files),
-        images=images_tokens,
+        messages=memory.chosen.tokens + turn.tokens + memory.draft_tokens + files.placeholders,
+        files=sum(file_tokens(f, frame.tok) for f in files.sent),
+        images=files.image_tokens,
     )
     fits = not memory.chosen.overflow and breakdown.used <= frame.budget and not turn.oversized
-    request = None
-    if memory.fold is not None:
-        request = fold_request(
-            frame.messages,
-            memory.fold,
-            profile,
-            frame.tok,
-            running_tokens=fixed.summary,
-            focus=focus,
-            tokens_of=frame.tokens_of,
-        )
+    request = _fold_request(frame, memory, running_tokens=fixed.summary, focus=focus)
     return Plan(
         mode=frame.mode,
         fits=fits,
         messages=tuple(sent),
         status=_statuses(frame, memory, turn),
-        files=file_statuses,
+        files=files.statuses,
         tokens=breakdown,
         level=level_for(breakdown.used, breakdown.window) if fits else "red",
         compaction=CompactionDecision(
@@ -271,7 +229,54 @@ def _plan(
         ),
         price=_price(profile, breakdown.used, request),
         oversized=turn.oversized,
-        images=images,
+        images=files.images,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Files:
+    """Step 4: what is sent of the files and images, and their statuses (CTX-16, PROJ-2)."""
+
+    statuses: dict[str, FileStatus]
+    sent: list[File]  # the text files sent, in order
+    images: dict[str, dict[str, Any]]  # each image's entry in the plan
+    image_tokens: int  # of the images sent
+    placeholders: int  # tokens of the placeholders sent in the stead of images
+
+
+def _files_sent(
+    frame: _Frame, memory: _Memory, turn: _Turn, attached: Mapping[str, Sequence[Rider]]
+) -> _Files:
+    """Step 4: auto files and images are in memory when their message is (or, attached to
+    no message, with the draft)."""
+    in_memory_ids = set(memory.chosen.in_memory_ids)
+    in_memory_ids.update(
+        frame.messages[frame.history_stop + k].id
+        for k, s in enumerate(turn.statuses)
+        if s == "in_memory"
+    )
+    files = frame.conversation.files
+    images, image_tokens, placeholders = image_report(
+        files, attached, in_memory_ids | {DRAFT}, frame.mode
+    )
+    statuses, sent = file_statuses(files, frame.mode, images, in_memory_ids)
+    return _Files(statuses, sent, images, image_tokens, placeholders)
+
+
+def _fold_request(
+    frame: _Frame, memory: _Memory, *, running_tokens: int, focus: str | None
+) -> CompactionRequest | None:
+    """Step 6: the planned fold as a request, its rounds and price (None: no fold)."""
+    if memory.fold is None:
+        return None
+    return fold_request(
+        frame.messages,
+        memory.fold,
+        frame.profile,
+        frame.tok,
+        running_tokens=running_tokens,
+        focus=focus,
+        tokens_of=frame.tokens_of,
     )
 
 
@@ -326,7 +331,7 @@ def _fixed_parts(frame: _Frame, draft: str | None) -> _Fixed:
         tools=count_tools(conversation.tools, tok),
         summary=summary_tokens(frame.summary, tok) if frame.summary is not None else 0,
         draft=MESSAGE_OVERHEAD + tok.count(draft) if draft else 0,
-        pinned=sum(_file_tokens(f, tok) for f in pinned),
+        pinned=sum(file_tokens(f, tok) for f in pinned),
     )
 
 
@@ -394,10 +399,10 @@ def _memory(
         return _Memory(chosen, fixed.summary, draft_tokens, window_tail=tail)
     # CTX-21: what every request of this turn carries, whatever the memory holds.
     must = fixed.instructions + fixed.tools + fixed.draft + fixed.pinned + turn.tokens + turn.riders
-    auto_file_tokens = _auto_file_tokens(frame.conversation.files, frame.tok)
+    riding = auto_file_tokens(frame.conversation.files, frame.tok)
     for mid, extra in rider_toks.items():  # step 4: auto files and images ride with their message
-        auto_file_tokens[mid] = auto_file_tokens.get(mid, 0) + extra
-    return _summary_memory(frame, fixed, turn, must, auto_file_tokens, attached)
+        riding[mid] = riding.get(mid, 0) + extra
+    return _summary_memory(frame, fixed, turn, must, riding, attached)
 
 
 def _summary_memory(
@@ -458,31 +463,6 @@ def _summary_memory(
         if must + new_summary_tokens(profile) > frame.budget:
             memory.summary_tokens = max(memory.summary_tokens, new_summary_tokens(profile))
     return memory
-
-
-def _file_statuses(
-    files: Sequence[File],
-    mode: Mode,
-    images: Mapping[str, Mapping[str, Any]],
-    in_memory_ids: set[str],
-) -> tuple[dict[str, FileStatus], list[File]]:
-    """Step 4: each file's status (CTX-16) and the text files sent, in order."""
-    statuses: dict[str, FileStatus] = {}
-    sent: list[File] = []
-    for f in files:
-        if f.state == "excluded":
-            statuses[f.id] = "excluded"
-        elif f.binary:  # PROV-4, PROJ-2: a placeholder in its message stands for it
-            statuses[f.id] = images[f.id]["status"] if f.id in images else "out_of_memory"
-        elif f.state == "pinned":
-            statuses[f.id] = "pinned"
-            sent.append(f)
-        elif (f.message_id is None and mode != "off") or f.message_id in in_memory_ids:
-            statuses[f.id] = "in_memory"
-            sent.append(f)
-        else:
-            statuses[f.id] = "out_of_memory"
-    return statuses, sent
 
 
 def _request_messages(
@@ -560,45 +540,6 @@ def _statuses(frame: _Frame, memory: _Memory, turn: _Turn) -> StatusMap:
         boundary=chosen.boundary,
         summarized_below=memory.fold.cut if memory.fold is not None else None,
     )
-
-
-def _image_report(
-    files: Sequence[File],
-    attached: Mapping[str, Sequence[Rider]],
-    in_memory: set[str],
-    mode: Mode,
-) -> tuple[dict[str, dict[str, Any]], int, int]:
-    """PROJ-2: each image's entry in the plan (status, tokens, why it is not sent), the
-    tokens of the images sent, and those of the placeholders sent in their stead."""
-    report: dict[str, dict[str, Any]] = {}
-    images = placeholders = 0
-    for rider in (r for group in attached.values() for r in group):
-        sent = (rider.file.message_id or DRAFT) in in_memory
-        if sent and rider.part is not None:
-            images += rider.tokens
-            report[rider.file.id] = {"status": "in_memory", "tokens": rider.tokens}
-            continue
-        if sent:
-            placeholders += rider.tokens
-        report[rider.file.id] = {
-            "status": "out_of_memory",
-            "tokens": 0,
-            "reason": NOT_ACCEPTED if rider.part is None else MESSAGE_NOT_SENT,
-        }
-    for f in files:
-        if f.image and f.id not in report:
-            reason = (
-                EXCLUDED
-                if f.state == "excluded"
-                else NOT_ATTACHED
-                if f.message_id is None
-                else WINDOW_MODE
-                if mode == "window"
-                else MESSAGE_NOT_SENT
-            )
-            status = "excluded" if f.state == "excluded" else "out_of_memory"
-            report[f.id] = {"status": status, "tokens": 0, "reason": reason}
-    return report, images, placeholders
 
 
 def manual_fold(
