@@ -26,7 +26,7 @@ from chatmem.context import (
 )
 from chatmem.context.compaction import new_summary_tokens
 from chatmem.context.folding import fold, run_fold
-from chatmem.context.plan import level_for
+from chatmem.context.plan_result import level_for
 
 from .helpers import conv, pairs, tool_pair
 

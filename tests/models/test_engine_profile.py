@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from chatmem.context.prices import SNAPSHOT
 from chatmem.context.values import Prices, Profile, default_answer_reserve
-from chatmem.models.prices import resolve_prices
 from chatmem.models.profiles import engine_profile
 from chatmem.store.profiles import PROFILE_FIELDS, ProfileRecord, profile_from_columns
 from chatmem.store.types import utcnow
@@ -53,12 +53,14 @@ def test_summarizer_prices_come_from_the_summarizer_profile() -> None:
 
 
 def test_price_precedence_free_then_override_then_table_then_unknown() -> None:
-    assert resolve_prices("gpt-4o", free=True, input_per_mtok=5.0).prices == Prices(0, 0, free=True)
-    half = resolve_prices("gpt-4o", input_per_mtok=1.0)
+    assert SNAPSHOT.resolve("gpt-4o", free=True, input_per_mtok=5.0).prices == Prices(
+        0, 0, free=True
+    )
+    half = SNAPSHOT.resolve("gpt-4o", input_per_mtok=1.0)
     assert half.source == "override" and half.prices.input_per_mtok == 1.0
-    assert half.prices.output_per_mtok == resolve_prices("gpt-4o").prices.output_per_mtok > 0
-    assert resolve_prices("gpt-4o").source == "table"
-    unknown = resolve_prices("totally-made-up-model-7b")
+    assert half.prices.output_per_mtok == SNAPSHOT.resolve("gpt-4o").prices.output_per_mtok > 0
+    assert SNAPSHOT.resolve("gpt-4o").source == "table"
+    unknown = SNAPSHOT.resolve("totally-made-up-model-7b")
     assert unknown.source == "unknown" and unknown.prices == Prices(0.0, 0.0, free=False)
 
 

@@ -10,15 +10,10 @@ from chatmem.context.compaction import (
     summary_message,
 )
 from chatmem.context.errors import DoesNotFit, EngineError, PlanInputError, ToolResultTooLarge
-from chatmem.context.modes import effective_mode, full_threshold
-from chatmem.context.plan import (
-    Breakdown,
-    CompactionDecision,
-    OversizedResult,
-    Plan,
-    compaction_request,
-    plan,
-)
+from chatmem.context.modes import effective_mode
+from chatmem.context.plan import compaction_request, plan
+from chatmem.context.plan_result import Breakdown, CompactionDecision, OversizedResult, Plan
+from chatmem.context.policy import full_threshold
 from chatmem.context.prices import PriceEstimate, price_for
 from chatmem.context.tokens import (
     TOKENIZER_NAMES,

@@ -299,58 +299,10 @@ def _exported(value: Any, where: str) -> ExportedConversation:
     mode = obj.get("mode") or DEFAULT_MODE
     if mode not in MODES:
         raise _fail(f"{where}.mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
-    raw_messages = _list(obj.get("messages", []), f"{where}.messages")
-    messages = [_message(m, f"{where}.messages[{k}]") for k, m in enumerate(raw_messages)]
-    ids: set[str] = set()
-    for k, message in enumerate(messages):
-        if message.id in ids:
-            raise _fail(f"{where}.messages[{k}].id", f"duplicate message id {message.id!r}")
-        ids.add(message.id)
-    # PROJ-3: hidden versions are in the file but never in the plan.
-    hidden = tuple(
-        m.id
-        for k, (m, raw) in enumerate(zip(messages, raw_messages, strict=True))
-        if _bool(raw, "hidden", f"{where}.messages[{k}]")
-    )
-    if hidden:
-        gone = set(hidden)
-        messages = [m for m in messages if m.id not in gone]
+    messages, ids, hidden = _messages(obj, where)
     _versions(obj.get("versions"), f"{where}.versions", ids)
-    summary = None
-    if obj.get("summary") is not None:
-        s = _mapping(obj["summary"], f"{where}.summary", SUMMARY_KEYS)
-        # null: a summary carried into a continued conversation, covering none (CTX-23).
-        through = _str(s, "through", f"{where}.summary", required=False)
-        if through is not None and (through not in ids or through in hidden):
-            raise _fail(f"{where}.summary.through", f"no message with id {through!r}")
-        summary = Summary(
-            text=cast(str, _str(s, "text", f"{where}.summary")),
-            through=through,
-            focus=_str(s, "focus", f"{where}.summary", required=False),
-        )
-    files = []
-    for k, f in enumerate(_list(obj.get("files") or [], f"{where}.files")):
-        here = f"{where}.files[{k}]"
-        fo = _mapping(f, here, FILE_KEYS)
-        state = fo.get("state") or "auto"
-        if state not in FILE_STATES:
-            raise _fail(f"{here}.state", f"expected one of {', '.join(FILE_STATES)}")
-        message_id = _str(fo, "message_id", here, required=False)
-        if message_id is not None and message_id not in ids:
-            raise _fail(f"{here}.message_id", f"no message with id {message_id!r}")
-        files.append(
-            File(
-                id=cast(str, _str(fo, "id", here)),
-                name=cast(str, _str(fo, "name", here)),
-                content=_str(fo, "content", here, required=False) or "",
-                message_id=message_id,
-                state=cast(FileState, state),
-                # a binary attachment (PROV-4): never sent, its bytes are not needed here
-                mime=(_str(fo, "mime", here, required=False) or "application/octet-stream")
-                if fo.get("data_base64") is not None
-                else None,
-            )
-        )
+    summary = _summary(obj, where, ids, hidden)
+    files = _files(obj, where, ids)
     instructions = _str(obj, "instructions", where, required=False) or ""
     project_instructions, project_files = _project(obj.get("project"), f"{where}.project")
     files[:0] = project_files
@@ -376,6 +328,75 @@ def _exported(value: Any, where: str) -> ExportedConversation:
         mode=mode,
         hidden=hidden,
     )
+
+
+def _messages(
+    obj: Mapping[str, Any], where: str
+) -> tuple[list[Message], set[str], tuple[str, ...]]:
+    """The messages the plan reads, every id in the file (unique), and the hidden ones
+    (PROJ-3: in the file but never in the plan)."""
+    raw_messages = _list(obj.get("messages", []), f"{where}.messages")
+    messages = [_message(m, f"{where}.messages[{k}]") for k, m in enumerate(raw_messages)]
+    ids: set[str] = set()
+    for k, message in enumerate(messages):
+        if message.id in ids:
+            raise _fail(f"{where}.messages[{k}].id", f"duplicate message id {message.id!r}")
+        ids.add(message.id)
+    hidden = tuple(
+        m.id
+        for k, (m, raw) in enumerate(zip(messages, raw_messages, strict=True))
+        if _bool(raw, "hidden", f"{where}.messages[{k}]")
+    )
+    if hidden:
+        gone = set(hidden)
+        messages = [m for m in messages if m.id not in gone]
+    return messages, ids, hidden
+
+
+def _summary(
+    obj: Mapping[str, Any], where: str, ids: set[str], hidden: tuple[str, ...]
+) -> Summary | None:
+    """The summary, covering a message the plan reads; its ``through`` null: a summary
+    carried into a continued conversation, covering none (CTX-23)."""
+    if obj.get("summary") is None:
+        return None
+    s = _mapping(obj["summary"], f"{where}.summary", SUMMARY_KEYS)
+    through = _str(s, "through", f"{where}.summary", required=False)
+    if through is not None and (through not in ids or through in hidden):
+        raise _fail(f"{where}.summary.through", f"no message with id {through!r}")
+    return Summary(
+        text=cast(str, _str(s, "text", f"{where}.summary")),
+        through=through,
+        focus=_str(s, "focus", f"{where}.summary", required=False),
+    )
+
+
+def _files(obj: Mapping[str, Any], where: str, ids: set[str]) -> list[File]:
+    """The conversation's files, each attached to a message of the file or to none."""
+    files = []
+    for k, f in enumerate(_list(obj.get("files") or [], f"{where}.files")):
+        here = f"{where}.files[{k}]"
+        fo = _mapping(f, here, FILE_KEYS)
+        state = fo.get("state") or "auto"
+        if state not in FILE_STATES:
+            raise _fail(f"{here}.state", f"expected one of {', '.join(FILE_STATES)}")
+        message_id = _str(fo, "message_id", here, required=False)
+        if message_id is not None and message_id not in ids:
+            raise _fail(f"{here}.message_id", f"no message with id {message_id!r}")
+        files.append(
+            File(
+                id=cast(str, _str(fo, "id", here)),
+                name=cast(str, _str(fo, "name", here)),
+                content=_str(fo, "content", here, required=False) or "",
+                message_id=message_id,
+                state=cast(FileState, state),
+                # a binary attachment (PROV-4): never sent, its bytes are not needed here
+                mime=(_str(fo, "mime", here, required=False) or "application/octet-stream")
+                if fo.get("data_base64") is not None
+                else None,
+            )
+        )
+    return files
 
 
 def _project(value: Any, where: str) -> tuple[str, list[File]]:

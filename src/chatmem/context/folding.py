@@ -30,7 +30,7 @@ drive this same loop; :func:`run_fold` is the sync driver.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 
 from chatmem.context.compaction import (
@@ -50,7 +50,8 @@ from chatmem.context.compaction import (
 from chatmem.context.errors import EngineError
 from chatmem.context.history import find_backward, tokens_between
 from chatmem.context.modes import effective_mode
-from chatmem.context.plan import Plan, _plan, manual_fold
+from chatmem.context.plan import _plan, manual_fold
+from chatmem.context.plan_result import Plan
 from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer, count_message, get_tokenizer
 from chatmem.context.values import Conversation, Message, Mode, Profile, Summary
 
@@ -91,13 +92,9 @@ def fold(
     "Compress now" does).  Yields summariser rounds, receives their texts."""
     tok = tokenizer if tokenizer is not None else get_tokenizer(profile.tokenizer)
     mode = effective_mode(profile, mode)
-    messages = conversation.messages
 
     def replan(conv: Conversation) -> Plan:
         return _plan(conv, profile, mode, draft, turn_start, tok, focus)
-
-    def tokens_of(message: Message) -> int:
-        return count_message(message, tok)
 
     if manual:
         request = manual_fold(
@@ -105,119 +102,181 @@ def fold(
         )
     else:
         request = replan(conversation).compaction.request
-    conv = conversation
-    number = 0
-    folded = 0
-    stored: Summary | None = None
+    rounds = _Rounds(profile, tok, focus, conversation.messages)
+    progress = _Progress(conversation)
     while request is not None:
         goal = request.covered
-        pos = _after_summary(conv)
+        pos = _after_summary(progress.conv)
         if goal <= pos:
             break
-        while pos < goal:
-            running = conv.summary
-            running_tokens = summary_tokens(running, tok) if running is not None else 0
-            budget = _budget(profile, tok, running_tokens, focus)
-            first = pos
-            lines: list[str] = []
-            used = 0
-            i = pos
-            while i < goal:
-                j = pair_end(messages, i, goal)
-                pair = messages[i:j]
-                if any(m.excluded for m in pair):
-                    i = j  # covered by the summary, never in its text (CTX-15)
-                    continue
-                # The transcript as written is counted (labels and separators included):
-                # the round must fit the summariser's window as it will be sent.
-                pair_lines = [transcript_line(m) for m in pair]
-                cost = sum(tok.count(line) + SEPARATOR_TOKENS for line in pair_lines)
-                if lines and used + cost > budget:
-                    break
-                if not lines and cost > budget:
-                    break  # too long for a round by itself: pieces, below
-                lines.extend(pair_lines)
-                used += cost
-                i = j
-            if lines:
-                number += 1
-                remaining = tokens_between(messages, i, goal, tokens_of)
-                text = yield SummaryRound(
-                    prompt=summariser_prompt(
-                        profile.instructions_role,
-                        running.text if running is not None else None,
-                        "\n\n".join(lines),
-                        focus,
-                    ),
-                    max_output_tokens=summary_cap(profile),
-                    first_id=messages[first].id,
-                    through=messages[i - 1].id,
-                    message_count=i - first,
-                    covered=i,
-                    commit=True,
-                    number=number,
-                    rounds=number + _rounds_left(profile, tok, remaining, focus),
-                    piece=None,
-                    input_tokens=instruction_tokens(tok) + running_tokens + used,
-                    estimated_cost=round_cost(
-                        profile, instruction_tokens(tok) + running_tokens + used
-                    ),
-                )
-                stored = _summary(conv, text, messages[i - 1].id, focus, tok)
-                conv = replace(conv, summary=stored)
-                folded += i - first
-                pos = i
-                continue
-            if i >= goal:
-                # only excluded pairs were left: nothing to summarise (the plan trims them)
-                break
-            # One pair longer than a round: its transcript in pieces (CTX-21).
-            j = pair_end(messages, i, goal)
-            transcript = "\n\n".join(transcript_line(m) for m in messages[i:j])
-            interim = running.text if running is not None else None
-            offset = 0
-            k = 0
-            later = _budget(profile, tok, MESSAGE_OVERHEAD + summary_cap(profile), focus)
-            pieces = max(1, math.ceil(tok.count(transcript) / later))
-            while offset < len(transcript):
-                k += 1
-                interim_tokens = MESSAGE_OVERHEAD + tok.count(interim) if interim is not None else 0
-                room = _budget(profile, tok, interim_tokens, focus)
-                chunk = split_to_fit(transcript[offset:], room, tok)
-                offset += len(chunk)
-                last = offset >= len(transcript)
-                pieces = k if last else max(pieces, k + 1)
-                number += 1
-                remaining = tokens_between(messages, j, goal, tokens_of)
-                input_tokens = instruction_tokens(tok) + interim_tokens + tok.count(chunk)
-                interim = yield SummaryRound(
-                    prompt=summariser_prompt(
-                        profile.instructions_role, interim, chunk, focus, piece=(k, pieces)
-                    ),
-                    max_output_tokens=summary_cap(profile),
-                    first_id=messages[first].id,
-                    through=messages[j - 1].id,
-                    message_count=j - first if last else 0,
-                    covered=j,
-                    commit=last,
-                    number=number,
-                    rounds=number + (pieces - k) + _rounds_left(profile, tok, remaining, focus),
-                    piece=(k, pieces),
-                    input_tokens=input_tokens,
-                    estimated_cost=round_cost(profile, input_tokens),
-                )
-            assert interim is not None
-            stored = _summary(conv, interim, messages[j - 1].id, focus, tok)
-            conv = replace(conv, summary=stored)
-            folded += j - first
-            pos = j
+        yield from _fold_to(rounds, progress, pos, goal)
         if manual:
             break
-        following = replan(conv).compaction.request
+        following = replan(progress.conv).compaction.request
         if following is None or following.covered <= goal:
             break  # folded as far as the plan wants (or no further fold is possible)
         request = following
-    return FoldResult(summary=stored, rounds=number, folded=folded, plan=replan(conv))
+    return FoldResult(
+        summary=progress.stored,
+        rounds=progress.number,
+        folded=progress.folded,
+        plan=replan(progress.conv),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Rounds:
+    """What every round of one fold reads."""
+
+    profile: Profile
+    tok: Tokenizer
+    focus: str | None
+    messages: Sequence[Message]
+
+    def tokens_of(self, message: Message) -> int:
+        return count_message(message, self.tok)
+
+    def rounds_left(self, after: int, goal: int) -> int:
+        """Rounds still to come for the messages from ``after`` to ``goal``."""
+        remaining = tokens_between(self.messages, after, goal, self.tokens_of)
+        return _rounds_left(self.profile, self.tok, remaining, self.focus)
+
+
+@dataclass(slots=True)
+class _Progress:
+    """A fold so far: the conversation with the summary stored last, the rounds yielded and
+    the messages folded."""
+
+    conv: Conversation
+    number: int = 0
+    folded: int = 0
+    stored: Summary | None = None
+
+    def store(self, text: str, first: int, stop: int, rounds: _Rounds) -> None:
+        """The round's answer becomes the summary, covering the messages up to ``stop``."""
+        through = rounds.messages[stop - 1].id
+        self.stored = _summary(self.conv, text, through, rounds.focus, rounds.tok)
+        self.conv = replace(self.conv, summary=self.stored)
+        self.folded += stop - first
+
+
+def _fold_to(
+    rounds: _Rounds, progress: _Progress, pos: int, goal: int
+) -> Generator[SummaryRound, str, None]:
+    """The rounds that fold the messages from ``pos`` up to ``goal``: as many whole pairs as
+    fit each round, a pair longer than a round in pieces (CTX-21)."""
+    tok = rounds.tok
+    while pos < goal:
+        running = progress.conv.summary
+        running_tokens = summary_tokens(running, tok) if running is not None else 0
+        budget = _budget(rounds.profile, tok, running_tokens, rounds.focus)
+        lines, used, stop = _round_lines(rounds, pos, goal, budget)
+        if lines:
+            progress.number += 1
+            input_tokens = instruction_tokens(tok) + running_tokens + used
+            text = yield SummaryRound(
+                prompt=summariser_prompt(
+                    rounds.profile.instructions_role,
+                    running.text if running is not None else None,
+                    "\n\n".join(lines),
+                    rounds.focus,
+                ),
+                max_output_tokens=summary_cap(rounds.profile),
+                first_id=rounds.messages[pos].id,
+                through=rounds.messages[stop - 1].id,
+                message_count=stop - pos,
+                covered=stop,
+                commit=True,
+                number=progress.number,
+                rounds=progress.number + rounds.rounds_left(stop, goal),
+                piece=None,
+                input_tokens=input_tokens,
+                estimated_cost=round_cost(rounds.profile, input_tokens),
+            )
+            progress.store(text, pos, stop, rounds)
+            pos = stop
+            continue
+        if stop >= goal:
+            # only excluded pairs were left: nothing to summarise (the plan trims them)
+            break
+        end = pair_end(rounds.messages, stop, goal)
+        running_text = running.text if running is not None else None
+        text = yield from _pieces(rounds, progress, running_text, pos, stop, end, goal)
+        progress.store(text, pos, end, rounds)
+        pos = end
+
+
+def _round_lines(rounds: _Rounds, pos: int, goal: int, budget: int) -> tuple[list[str], int, int]:
+    """The transcript lines of the whole pairs from ``pos`` that fit ``budget`` tokens, their
+    tokens, and where they stop.  Excluded pairs are covered by the summary, never in its
+    text (CTX-15); no lines: the pair at the stop is too long for a round by itself."""
+    messages, tok = rounds.messages, rounds.tok
+    lines: list[str] = []
+    used = 0
+    i = pos
+    while i < goal:
+        j = pair_end(messages, i, goal)
+        pair = messages[i:j]
+        if any(m.excluded for m in pair):
+            i = j
+            continue
+        # The transcript as written is counted (labels and separators included): the round
+        # must fit the summariser's window as it will be sent.
+        pair_lines = [transcript_line(m) for m in pair]
+        cost = sum(tok.count(line) + SEPARATOR_TOKENS for line in pair_lines)
+        if (lines and used + cost > budget) or (not lines and cost > budget):
+            break
+        lines.extend(pair_lines)
+        used += cost
+        i = j
+    return lines, used, i
+
+
+def _pieces(
+    rounds: _Rounds,
+    progress: _Progress,
+    interim: str | None,
+    first: int,
+    start: int,
+    end: int,
+    goal: int,
+) -> Generator[SummaryRound, str, str]:
+    """One pair (``start`` to ``end``) longer than a round: its transcript in pieces, each
+    round carrying the summary so far (CTX-21).  Returns the last round's answer."""
+    profile, tok, focus, messages = rounds.profile, rounds.tok, rounds.focus, rounds.messages
+    transcript = "\n\n".join(transcript_line(m) for m in messages[start:end])
+    offset = 0
+    k = 0
+    later = _budget(profile, tok, MESSAGE_OVERHEAD + summary_cap(profile), focus)
+    pieces = max(1, math.ceil(tok.count(transcript) / later))
+    while offset < len(transcript):
+        k += 1
+        interim_tokens = MESSAGE_OVERHEAD + tok.count(interim) if interim is not None else 0
+        room = _budget(profile, tok, interim_tokens, focus)
+        chunk = split_to_fit(transcript[offset:], room, tok)
+        offset += len(chunk)
+        last = offset >= len(transcript)
+        pieces = k if last else max(pieces, k + 1)
+        progress.number += 1
+        input_tokens = instruction_tokens(tok) + interim_tokens + tok.count(chunk)
+        interim = yield SummaryRound(
+            prompt=summariser_prompt(
+                profile.instructions_role, interim, chunk, focus, piece=(k, pieces)
+            ),
+            max_output_tokens=summary_cap(profile),
+            first_id=messages[first].id,
+            through=messages[end - 1].id,
+            message_count=end - first if last else 0,
+            covered=end,
+            commit=last,
+            number=progress.number,
+            rounds=progress.number + (pieces - k) + rounds.rounds_left(end, goal),
+            piece=(k, pieces),
+            input_tokens=input_tokens,
+            estimated_cost=round_cost(profile, input_tokens),
+        )
+    assert interim is not None
+    return interim
 
 
 def run_fold(flow: FoldFlow, summarise: Callable[[SummaryRound], str]) -> FoldResult:

@@ -15,10 +15,10 @@ calls and results so far, TURN-5/CTX-13) and the draft are not history: they are
     have gathered; then the oldest whole batches are folded (:func:`economy_cut`).
 ``full`` (CTX-5)
     The summary plus every pair after it.  When the request plus the answer reserve exceeds
-    :func:`full_threshold` — min(``Profile.full_threshold_fraction`` x window,
+    :func:`~chatmem.context.policy.full_threshold` — min(``Profile.full_threshold_fraction`` x window,
     ``Profile.full_threshold_cap``) — everything but the last ``Profile.full_keep_messages``
     messages (cut at a pair boundary, never inside the last complete pair) is folded, but only
-    when that saves at least :data:`MIN_UNLOAD_FRACTION` of the request, counting the new
+    when that saves at least :data:`~chatmem.context.policy.MIN_UNLOAD_FRACTION` of the request, counting the new
     summary's maximum length against the saving ("noticeably unloads") or when the request would not fit the window at all (:func:`full_cut`).
 ``window`` (CTX-6)
     No summary.  The newest messages, at most N (``Profile.window_messages``, counting the
@@ -47,12 +47,9 @@ from typing import Any
 from chatmem.context.errors import PlanInputError
 from chatmem.context.history import Pair, PairWalker, TokensOf
 from chatmem.context.images import Rider, with_riders
+from chatmem.context.policy import MANUAL_MIN_COMPLETE_PAIRS, economy_fold_count
 from chatmem.context.tokens import tool_calls_json
 from chatmem.context.values import MODES, Message, MessageStatus, Mode, Profile
-
-# "Noticeably unloads": folding must remove at least this share of the request's tokens.
-MIN_UNLOAD_FRACTION = 0.2
-
 
 # Modes that send the summary, and so give messages it covers the status ``summarized``.
 SUMMARY_MODES: frozenset[Mode] = frozenset({"economy", "full"})
@@ -63,13 +60,6 @@ def effective_mode(profile: Profile, mode: Mode) -> Mode:
     if mode not in MODES:
         raise PlanInputError(f"unknown memory mode {mode!r}; choose one of {', '.join(MODES)}")
     return "off" if profile.stateless else mode
-
-
-def full_threshold(profile: Profile) -> int:
-    """CTX-5: the auto-compaction threshold in tokens (request + answer reserve)."""
-    return min(
-        int(profile.full_threshold_fraction * profile.context_window), profile.full_threshold_cap
-    )
 
 
 # --------------------------------------------------------------------------- rendering
@@ -274,15 +264,13 @@ def economy_floor(
 ) -> int | None:
     """CTX-4: the newest K complete pairs stay; older complete pairs are folded in whole
     batches of B.  When the request overflows everything older than the K pairs goes."""
-    keep = max(0, profile.economy_pairs)
     if chosen.overflow:
+        keep = max(0, profile.economy_pairs)
         return _complete_floor(messages, stop, through, tokens_of, keep)
     complete = [p for p in chosen.pairs if p.complete]  # newest first
-    pending = len(complete) - keep
-    batch = max(1, profile.economy_batch)
-    if pending < batch:
+    fold_count = economy_fold_count(profile, len(complete))
+    if not fold_count:
         return None
-    fold_count = (pending // batch) * batch
     return complete[len(complete) - fold_count].stop
 
 
@@ -307,6 +295,6 @@ def full_floor(
 def manual_cut(pairs: Sequence[Pair]) -> int | None:
     """CTX-11: keep the last complete pair; refuse (None) with fewer than two complete pairs."""
     complete = [p for p in pairs if p.complete and not p.excluded]
-    if len(complete) < 2:
+    if len(complete) < MANUAL_MIN_COMPLETE_PAIRS:
         return None
     return complete[0].start

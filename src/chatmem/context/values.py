@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chatmem.context import policy
+
 Role = Literal["user", "assistant", "system", "tool"]
 Mode = Literal["off", "economy", "full", "window"]
 FileState = Literal["auto", "pinned", "excluded"]
@@ -130,13 +132,14 @@ class Profile:
     prices: Prices | None = None  # None: look up ``model`` in genai-prices, else free
     summarizer_prices: Prices | None = None  # None: same as ``prices``
     summarizer_window: int | None = None
-    economy_pairs: int = 3  # K (CTX-4)
-    economy_batch: int = 4  # B (CTX-4)
-    full_threshold_fraction: float = 0.8  # CTX-5
-    full_threshold_cap: int = 200_000  # CTX-5
-    full_keep_messages: int = 20  # CTX-5
-    window_messages: int = 12  # N (CTX-6)
-    window_chars: int = 8_000  # C (CTX-6)
+    # The compaction policy's knobs (:mod:`chatmem.context.policy`, which states the rule).
+    economy_pairs: int = policy.ECONOMY_PAIRS  # K (CTX-4)
+    economy_batch: int = policy.ECONOMY_BATCH  # B (CTX-4)
+    full_threshold_fraction: float = policy.FULL_THRESHOLD_FRACTION  # CTX-5
+    full_threshold_cap: int = policy.FULL_THRESHOLD_CAP  # CTX-5
+    full_keep_messages: int = policy.FULL_KEEP_MESSAGES  # CTX-5
+    window_messages: int = policy.WINDOW_MESSAGES  # N (CTX-6)
+    window_chars: int = policy.WINDOW_CHARS  # C (CTX-6)
     instructions_role: InstructionsRole = "system"  # CTX-22
     accepts_images: bool = False  # PROJ-2: images are sent as image parts
     #: PROJ-2: flat tokens per image; None: the provider's formula (``context.images``).

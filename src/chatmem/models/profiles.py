@@ -27,15 +27,10 @@ from collections.abc import Mapping
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
+from chatmem.context.prices import MAX_PRICE_PER_MTOK, SNAPSHOT, PriceInfo, valid_price
 from chatmem.context.values import INSTRUCTIONS_ROLES, Profile, default_answer_reserve
 from chatmem.errors import Forbidden, InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
-from chatmem.models.prices import (
-    MAX_PRICE_PER_MTOK,
-    PriceInfo,
-    resolve_prices,
-    valid_price,
-)
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox, profile_aad
 from chatmem.store import profiles as store
@@ -291,7 +286,8 @@ def _validate_knobs(row: Mapping[str, Any]) -> None:
 
 
 def price_info(row: ProfileRecord) -> PriceInfo:
-    return resolve_prices(
+    """The profile's prices by the one price rule (:mod:`chatmem.context.prices`)."""
+    return SNAPSHOT.resolve(
         row.model,
         base_url=row.base_url,
         free=row.free,

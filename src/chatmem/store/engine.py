@@ -36,8 +36,8 @@ from sqlalchemy.orm import Session, aliased
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import File as EngineFile
 from chatmem.context.values import Message as EngineMessage
-from chatmem.context.values import Profile, ToolCall
 from chatmem.context.values import Summary as EngineSummary
+from chatmem.context.values import ToolCall
 from chatmem.store import projects
 from chatmem.store.db import connection_of
 from chatmem.store.profiles import PROFILE_COLUMNS, ProfileRecord, profile_from_columns
@@ -645,22 +645,3 @@ def load_engine_conversation(
         tools=tools,
         project_instructions=project_instructions,
     )
-
-
-def memory_status(
-    session: Session, conversation: Conversation, profile: Profile
-) -> tuple[dict[str, str], dict[str, str], str]:
-    """CTX-14/CTX-16: each message's and file's status for the next request (empty draft)
-    planned with ``profile`` (the conversation's engine profile), plus the tokens column of
-    the profile's tokenizer (for displaying counts)."""
-    from chatmem.context import plan
-
-    value = load_engine_conversation(
-        session,
-        conversation.id,
-        tokenizer=profile.tokenizer,
-        instructions=conversation.instructions,
-        project_id=conversation.project_id,
-    )
-    result = plan(value, profile, mode=conversation.mode)  # type: ignore[arg-type]
-    return dict(result.status), dict(result.files), column_for(profile.tokenizer)

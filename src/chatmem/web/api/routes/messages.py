@@ -12,9 +12,10 @@ from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
 from chatmem.store import messages as store_messages
 from chatmem.store import projects, versions
-from chatmem.store.engine import latest_summary, memory_status
+from chatmem.store.engine import latest_summary
 from chatmem.store.files import conversation_files
 from chatmem.store.quotas import Limits
+from chatmem.turns.memory_status import memory_status
 from chatmem.web.api.schemas import (
     Body,
     Seq,

@@ -21,11 +21,11 @@ import anyio.from_thread
 from fastapi import APIRouter, Response
 from pydantic import Field
 
+from chatmem.context.prices import MAX_PRICE_PER_MTOK
 from chatmem.context.values import InstructionsRole
 from chatmem.errors import EndpointNotAllowed, ProviderError
 from chatmem.models import profiles as repo
 from chatmem.models.client import ModelClient, RetryPolicy
-from chatmem.models.prices import MAX_PRICE_PER_MTOK
 from chatmem.store import admin as audit
 from chatmem.store import profiles as profile_store
 from chatmem.store.profiles import ProfileRecord, visible_profiles
