@@ -290,10 +290,11 @@ def bench_context(server: LiveServer, model: FakeModelServer, size: int = 10_000
     # A user typing a sentence, one keystroke per request.
     sentence = "How does the memory of this conversation work when it grows very long?"
     drafts = [sentence[: i + 1] for i in range(60)]
+    tools = turns.known.schemas  # what the endpoint counts (its servers' last known lists)
     for i, draft in enumerate(drafts):
         with db.session() as session:
             started = time.perf_counter()
-            plan = plan_for(session, turns.context_cache, user_id, cid, draft, turns.known_tools)
+            plan = plan_for(session, turns.context_cache, user_id, cid, draft, tools)
             plan_bytes(plan)  # what the endpoint answers
             if i:
                 samples.append(time.perf_counter() - started)
