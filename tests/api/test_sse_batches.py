@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from chatmem.turns.events import RunEvent
+from chatmem.turns.events import Delta, Done, RunEvent
 from chatmem.web import sse
 
 
 def delta(seq: int) -> RunEvent:
-    return RunEvent(seq, "delta", {"text": str(seq)})
+    return Delta(seq, str(seq), 0)
 
 
 async def test_waiting_events_leave_together_and_silence_is_an_empty_batch(
@@ -29,7 +29,7 @@ async def test_waiting_events_leave_together_and_silence_is_an_empty_batch(
             for seq in (1, 2, 3):
                 yield delta(seq)
             await go_on.wait()  # silent until the consumer has seen a keep-alive
-            yield RunEvent(4, "done", {})
+            yield Done(4, "completed", None, None, {}, 0.0, None, None)
         finally:
             closed.set()
 

@@ -12,7 +12,7 @@ from tests.conftest import skip_or_fail
 from tests.support.clock import ManualClock
 
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator
-from chatmem.turns.events import RunEvent
+from chatmem.turns.events import Delta, Done, Error, RunEvent
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -91,8 +91,12 @@ def pair(replicas: Replicas) -> tuple[Coordinator, Coordinator]:
     return replicas.a, replicas.b
 
 
-def _ev(seq: int, type_: str = "delta", text: str = "x") -> RunEvent:
-    return RunEvent(seq, type_, {"text": text})
+def _ev(seq: int, text: str = "x") -> RunEvent:
+    return Delta(seq, text, 0)
+
+
+def _done(seq: int) -> RunEvent:
+    return Done(seq, "completed", None, None, {}, 0.0, None, None)
 
 
 async def _collect(it: AsyncIterator[RunEvent]) -> list[RunEvent]:
@@ -141,7 +145,7 @@ async def test_watch_replays_after_cursor_then_follows_live(
     assert [await watcher.next_seq(), await watcher.next_seq()] == [2, 3]  # the replay
     # The watcher is past the replay and waiting: these two reach it live.
     await owner.publish("r1", _ev(4))
-    await owner.publish("r1", _ev(5, "done"))
+    await owner.publish("r1", _done(5))
     events = await watcher.all()
     assert [e.seq for e in events] == [2, 3, 4, 5]
     assert events[-1].type == "done"
@@ -156,7 +160,7 @@ async def test_several_watchers_see_the_same_events(pair: tuple[Coordinator, Coo
         assert await watcher.next_seq() == 1
     for seq in range(2, 6):
         await owner.publish("r2", _ev(seq))
-    await owner.publish("r2", _ev(6, "error"))
+    await owner.publish("r2", Error(6, "provider_error", "x"))
     results = await asyncio.gather(*(w.all() for w in watchers))
     assert all([e.seq for e in r] == [1, 2, 3, 4, 5, 6] for r in results)
 

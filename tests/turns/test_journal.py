@@ -14,7 +14,7 @@ from chatmem.store.conversations import create_conversation
 from chatmem.store.db import Database
 from chatmem.store.quotas import Limits
 from chatmem.turns.coordinator import LocalCoordinator
-from chatmem.turns.events import RunEvent
+from chatmem.turns.events import Delta, Done, RunEvent
 from chatmem.turns.journal import EventJournal, EventWrites
 
 
@@ -52,6 +52,10 @@ def _new_run(db: Database, user_id: str, conversation_id: str, run_id: str | Non
         )
 
 
+def _done(seq: int) -> Done:
+    return Done(seq, "completed", None, None, {}, 0.0, None, None)
+
+
 def _stored(db: Database, run_id: str) -> list[tuple[int, str]]:
     with db.session() as session:
         return [(e.seq, e.type) for e in runs.events_after(session, run_id, 0)]
@@ -65,7 +69,7 @@ async def test_every_published_event_was_stored_first_in_order_TURN_2(
     await coordinator.open_run(run_id)
     journal = EventJournal(run_id, db, coordinator, writes=writes)
     for i in range(7):
-        await journal.emit("delta", {"text": str(i)})
+        await journal.emit(Delta, str(i), 0)
     live: list[int] = []
     async for event in _until(coordinator, run_id, 7):
         # What a watcher sees is already in the database: a kill -9 now loses none of it.
@@ -86,8 +90,8 @@ async def test_events_are_published_only_after_their_write_commits(
     await coordinator.open_run(run_id)
     journal = EventJournal(run_id, db, coordinator, writes=writes)
     async with db.writers.hold():  # another writer holds the turn: nothing can be stored
-        await journal.emit("delta", {"text": "a"})
-        await journal.emit("delta", {"text": "b"})
+        await journal.emit(Delta, "a", 0)
+        await journal.emit(Delta, "b", 0)
         assert not await _published(coordinator, run_id)
     await journal.flush()
     assert [e.seq for e in await _published(coordinator, run_id)] == [1, 2]
@@ -100,10 +104,8 @@ async def test_the_terminal_event_is_stored_with_the_checkpoint_writes_in_one_un
     user_id, conversation_id = _conversation(db)
     run_id = _new_run(db, user_id, conversation_id)
     journal = EventJournal(run_id, db, LocalCoordinator(), writes=writes)
-    await journal.emit("delta", {"text": "hi"})
-    await journal.end(
-        "done", {"status": "completed"}, lambda s: runs.finish_run(s, run_id, "completed")
-    )
+    await journal.emit(Delta, "hi", 0)
+    await journal.end(lambda s: runs.finish_run(s, run_id, "completed"), _done)
     assert _stored(db, run_id) == [(1, "delta"), (2, "done")]
     with db.session() as session:
         assert runs.owned_run(session, user_id, run_id).status == "completed"
@@ -116,12 +118,12 @@ async def test_a_failed_background_write_surfaces_at_the_checkpoint_and_is_writt
     user_id, conversation_id = _conversation(db)
     run_id = "not-stored-yet"
     journal = EventJournal(run_id, db, LocalCoordinator(), writes=writes)
-    await journal.emit("delta", {"text": "a"})
-    await journal.emit("delta", {"text": "b"})  # written in the background: no run row yet
+    await journal.emit(Delta, "a", 0)
+    await journal.emit(Delta, "b", 0)  # written in the background: no run row yet
     with pytest.raises(IntegrityError):
         await journal.flush()
     _new_run(db, user_id, conversation_id, run_id=run_id)
-    await journal.emit("delta", {"text": "c"})
+    await journal.emit(Delta, "c", 0)
     await journal.flush()
     assert _stored(db, run_id) == [(1, "delta"), (2, "delta"), (3, "delta")]
 
@@ -162,11 +164,9 @@ async def test_the_end_is_published_after_its_writes_and_the_release_never_by_th
 
     journal = EventJournal(run_id, db, coordinator, before_end=released, writes=writes)
     async with db.writers.hold():  # the background writer is still busy when the end comes
-        await journal.emit("delta", {"text": "a"})
+        await journal.emit(Delta, "a", 0)
     await journal.end(
-        "done",
-        {"status": "completed"},
-        lambda s: (order.append("stored"), runs.finish_run(s, run_id, "completed")),
+        lambda s: (order.append("stored"), runs.finish_run(s, run_id, "completed")), _done
     )
     assert order == ["stored", "released, 1 published"]
     assert [e.type for e in await _published(coordinator, run_id)] == ["delta", "done"]
@@ -195,14 +195,14 @@ async def test_shared_writes_store_every_waiting_runs_batch_in_one_commit(db: Da
         await coordinator.open_run(run_id)
     commits = _commits(db)
     for journal in journals:
-        await journal.emit("delta", {"text": "a"})
+        await journal.emit(Delta, "a", 0)
         await journal.flush()
     assert commits == [5]  # a run's first batch goes alone, with its first token
     async with db.writers.hold():  # another writer: every run's next batch waits its turn
         for journal in journals:
-            await journal.emit("delta", {"text": "b"})
+            await journal.emit(Delta, "b", 0)
         for journal in journals:
-            await journal.emit("delta", {"text": "c"})  # after "b" (one writer per run)
+            await journal.emit(Delta, "c", 0)  # after "b" (one writer per run)
         assert commits == [5]
     for journal in journals:
         await journal.flush()  # waits for its writer; nothing left of its own to store
@@ -223,8 +223,8 @@ async def test_shared_writes_a_run_that_cannot_be_stored_fails_alone(db: Databas
     good = EventJournal(kept, db, coordinator, writes=writes, start_seq=4)
     orphan = EventJournal("no-such-run", db, coordinator, writes=writes, start_seq=4)
     async with db.writers.hold():  # both batches wait for the same unit
-        await good.emit("delta", {"text": "kept"})
-        await orphan.emit("delta", {"text": "lost"})
+        await good.emit(Delta, "kept", 0)
+        await orphan.emit(Delta, "lost", 0)
     await good.flush()
     assert _stored(db, kept) == [(5, "delta")]
     with pytest.raises(IntegrityError):

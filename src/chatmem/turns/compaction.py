@@ -27,6 +27,7 @@ from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.summaries import add_summary
 from chatmem.store.units import work
+from chatmem.turns import events
 from chatmem.turns.inputs import ModelTarget, TurnInputs, price
 
 MARKER = "Memory compressed — {n} earlier messages summarised"
@@ -49,25 +50,25 @@ class CompactionOutcome:
     text: str
     focus: str | None
 
-    def event_data(self) -> dict[str, Any]:
-        return {
-            "message": MARKER.format(n=self.total),
-            "count": self.message_count,
-            "total": self.total,
-            "round": self.rounds,
-            "rounds": self.rounds,
-            "final": True,
-            "summary_id": self.summary_id,
-            "summary_version": self.version,
-            "through": self.through,
-            "cost": round(self.cost, 8),
-        }
+    def event(self, seq: int) -> events.Compaction:
+        """The fold's last ``compaction`` event (``final``)."""
+        return events.Compaction(
+            seq,
+            message=MARKER.format(n=self.total),
+            count=self.message_count,
+            total=self.total,
+            round=self.rounds,
+            rounds=self.rounds,
+            final=True,
+            summary_id=self.summary_id,
+            summary_version=self.version,
+            through=self.through,
+            cost=round(self.cost, 8),
+        )
 
     def public(self) -> dict[str, Any]:
-        return {**self.event_data(), "summary": self.text, "focus": self.focus}
-
-
-Emit = Callable[[str, dict[str, Any]], Awaitable[Any]]
+        """The fold as Compress answers it: its last event's data, the summary and focus."""
+        return {**self.event(0).data, "summary": self.text, "focus": self.focus}
 
 
 async def _direct(awaitable: Awaitable[T]) -> T:
@@ -86,7 +87,7 @@ async def run_fold(
     manual: bool = False,
     turn_start: str | None = None,
     clients: ModelClients,
-    emit: Emit | None = None,
+    emit: events.Emit | None = None,
     race: Callable[[Awaitable[Any]], Awaitable[Any]] = _direct,
 ) -> CompactionOutcome | None:
     """Fold ``inputs``' conversation as far as the engine says, storing each round.
@@ -125,7 +126,7 @@ async def run_fold(
             else:
                 await work(db, payer.record, answer, cost)
             if emit is not None:
-                await emit("compaction", _progress(request, folded, last))
+                await emit(_progress, request, folded, last)
             try:
                 request = flow.send(answer.text)
             except StopIteration:
@@ -133,24 +134,27 @@ async def run_fold(
     finally:
         flow.close()
     if last is not None and emit is not None:
-        await emit("compaction", last.event_data())
+        await emit(last.event)
     return last
 
 
-def _progress(request: SummaryRound, folded: int, last: CompactionOutcome | None) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "message": PROGRESS.format(i=request.number, n=max(request.rounds, request.number)),
-        "count": folded,
-        "total": last.total if last is not None else 0,
-        "round": request.number,
-        "rounds": max(request.rounds, request.number),
-        "final": False,
-    }
-    if request.piece is not None:
-        data["piece"] = list(request.piece)
-    if last is not None:
-        data.update(summary_id=last.summary_id, summary_version=last.version, through=last.through)
-    return data
+def _progress(
+    seq: int, request: SummaryRound, folded: int, last: CompactionOutcome | None
+) -> events.Compaction:
+    """A round's ``compaction`` event (not ``final``)."""
+    return events.Compaction(
+        seq,
+        message=PROGRESS.format(i=request.number, n=max(request.rounds, request.number)),
+        count=folded,
+        total=last.total if last is not None else 0,
+        round=request.number,
+        rounds=max(request.rounds, request.number),
+        final=False,
+        piece=request.piece,
+        summary_id=last.summary_id if last is not None else None,
+        summary_version=last.version if last is not None else None,
+        through=last.through if last is not None else None,
+    )
 
 
 async def _summarise(

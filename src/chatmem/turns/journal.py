@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -31,9 +31,12 @@ from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.units import first_statement, quick_statement, work
 from chatmem.turns.coordinator import Coordinator
-from chatmem.turns.events import RunEvent
+from chatmem.turns.events import Done, Error, RunEvent, from_stored
 
 T = TypeVar("T")
+P = ParamSpec("P")
+E = TypeVar("E", bound=RunEvent)
+End = TypeVar("End", Done, Error)
 
 
 class EventWrites:
@@ -152,11 +155,14 @@ class EventJournal:
     def seq(self) -> int:
         return self._seq
 
-    async def emit(self, type_: str, data: dict[str, Any]) -> RunEvent:
-        """Numbers the event and hands it to the writer (a terminal event: stored and
-        published before this returns)."""
+    async def emit(
+        self, kind: Callable[Concatenate[int, P], E], /, *args: P.args, **kwargs: P.kwargs
+    ) -> E:
+        """Numbers the event — ``kind(seq, *args, **kwargs)``: its class, or a function
+        building it — and hands it to the writer (a terminal event: stored and published
+        before this returns)."""
         self._seq += 1
-        event = RunEvent(self._seq, type_, data)
+        event = kind(self._seq, *args, **kwargs)
         self._pending.append(event)
         if event.terminal:
             await self.flush()
@@ -234,12 +240,19 @@ class EventJournal:
             raise
         return result, batch
 
-    async def end(self, type_: str, data: dict[str, Any], also: Callable[[Session], T]) -> T:
-        """Stores the run's terminal event with the rest and ``also``, then publishes it: a
-        watcher that sees ``done`` finds the answer and the run's end stored."""
+    async def end(
+        self,
+        also: Callable[[Session], T],
+        kind: Callable[Concatenate[int, P], End],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Stores the run's terminal event (``kind(seq, *args, **kwargs)``) with the rest
+        and ``also``, then publishes it: a watcher that sees ``done`` finds the answer and
+        the run's end stored."""
         self._seq += 1
-        event = RunEvent(self._seq, type_, data)
-        assert event.terminal
+        event = kind(self._seq, *args, **kwargs)
         try:
             # The writer first: it must not take the terminal event into a batch of its own
             # and publish it before ``also`` is stored and ``before_end`` has run.
@@ -262,4 +275,4 @@ class EventJournal:
 
 def stored_events(session: Session, run_id: str, after: int) -> list[RunEvent]:
     """The run's stored events after ``after``, as run events (a watcher's replay)."""
-    return [RunEvent(e.seq, e.type, e.data) for e in runs.events_after(session, run_id, after)]
+    return [from_stored(e.seq, e.type, e.data) for e in runs.events_after(session, run_id, after)]

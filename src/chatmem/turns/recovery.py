@@ -24,7 +24,7 @@ from chatmem.store import runs
 from chatmem.store.messages import append_message, complete_message
 from chatmem.store.tables.conversations import Conversation, Message
 from chatmem.store.tables.runs import Run, RunEventRow, ToolCallRow
-from chatmem.turns.events import RunEvent
+from chatmem.turns import events
 
 INTERRUPTED_MESSAGE = (
     "The server restarted while this turn ran. What was completed is kept; send a message to "
@@ -43,7 +43,7 @@ def running_runs(session: Session) -> list[Run]:
 
 def interrupt_run(
     session: Session, run_id: str, *, message: str = INTERRUPTED_MESSAGE
-) -> RunEvent | None:
+) -> events.Error | None:
     """Ends a running run ``interrupted``; returns its terminal event (stored), which the
     caller publishes so that watchers on every replica see the run end — or None when the
     run had already ended."""
@@ -55,7 +55,7 @@ def interrupt_run(
         _keep_partial_text(session, run, conversation)
         _mark_unknown_tool_calls(session, run, conversation)
     seq = runs.last_seq(session, run.id) + 1
-    event = RunEvent(seq, "error", {"code": "interrupted", "message": message})
+    event = events.Error(seq, "interrupted", message)
     runs.store_events(session, run.id, [event])
     runs.finish_run(session, run.id, "interrupted", error_code="interrupted", error_message=message)
     return event
@@ -74,16 +74,13 @@ def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -
     ).all()
     if not streamed:
         return
-    last_step = max(int(e.data.get("step", 0)) for e in streamed)
+    pieces = [events.from_stored(e.seq, e.type, e.data) for e in streamed]
+    last_step = max(e.step for e in pieces if isinstance(e, events.Delta | events.Reasoning))
 
-    def joined(kind: str) -> str:
-        return "".join(
-            str(e.data.get("text", ""))
-            for e in streamed
-            if e.type == kind and e.data.get("step", 0) == last_step
-        )
+    def joined(kind: type[events.Delta | events.Reasoning]) -> str:
+        return "".join(e.text for e in pieces if isinstance(e, kind) and e.step == last_step)
 
-    text, reasoning = joined("delta"), joined("reasoning")
+    text, reasoning = joined(events.Delta), joined(events.Reasoning)
     if not text:
         return  # it was still thinking: no answer to keep
     thought = {"reasoning": reasoning} if reasoning else {}

@@ -25,7 +25,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from chatmem.turns.coordinator import LINGER_SECONDS, Coordinator, new_replica_id
-from chatmem.turns.events import RunEvent
+from chatmem.turns.events import RunEvent, from_json, to_json
 
 _REFRESH = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -112,7 +112,7 @@ class RedisCoordinator(Coordinator):
         await self._redis.set(self._k("run", run_id, "live"), "running")
 
     async def publish(self, run_id: str, event: RunEvent) -> None:
-        await self._redis.xadd(self._k("run", run_id, "events"), {"e": event.to_json()})
+        await self._redis.xadd(self._k("run", run_id, "events"), {"e": to_json(event)})
 
     async def finish_run(self, run_id: str) -> None:
         ttl = max(1, int(self._linger))
@@ -136,7 +136,7 @@ class RedisCoordinator(Coordinator):
             entries = reply[0][1] if reply else []
             for entry_id, fields in entries:
                 last_id = entry_id
-                event = RunEvent.from_json(fields["e"])
+                event = from_json(fields["e"])
                 if event.seq > after:
                     yield event
                     if event.terminal:
@@ -147,7 +147,7 @@ class RedisCoordinator(Coordinator):
                     # Finished (or expired): drain what is left, then stop.
                     tail = await self._redis.xrange(stream, min=f"({last_id}", max="+")
                     for _entry_id, fields in tail:
-                        event = RunEvent.from_json(fields["e"])
+                        event = from_json(fields["e"])
                         if event.seq > after:
                             yield event
                     return

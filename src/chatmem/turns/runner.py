@@ -64,6 +64,7 @@ from chatmem.tools.client import ClientTools
 from chatmem.tools.recall import Recall
 from chatmem.tools.results import ToolAttachment, bounded, store_tool_message
 from chatmem.tools.toolbox import ToolBox, ToolOutcome, ToolRoute
+from chatmem.turns import events
 from chatmem.turns.compaction import run_fold
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.inputs import (
@@ -365,10 +366,10 @@ class TurnRunner:
             ):
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
-                    await self._journal.emit("delta", {"text": event.text, "step": step})
+                    await self._journal.emit(events.Delta, event.text, step)
                 elif isinstance(event, ReasoningDelta):
                     thoughts.append(event.text)
-                    await self._journal.emit("reasoning", {"text": event.text, "step": step})
+                    await self._journal.emit(events.Reasoning, event.text, step)
                 elif isinstance(event, Finish):
                     finish = event.reason
                 elif isinstance(event, ToolCallEvent):
@@ -590,15 +591,13 @@ class TurnRunner:
         and the client sends the results with its next request."""
         for call in calls:
             await self._journal.emit(
-                "tool_call",
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments,
-                    "message_id": self._tally.last_message_id,
-                    "server": None,
-                    "client": True,
-                },
+                events.ToolCall,
+                id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                message_id=self._tally.last_message_id,
+                server=None,
+                client=True,
             )
 
     async def _tool(self, toolbox: ToolBox, call: ToolCall) -> None:
@@ -606,14 +605,12 @@ class TurnRunner:
         policy says so (PROV-6), made through the server's link, its result stored."""
         route = toolbox.route(call.name)
         await self._journal.emit(
-            "tool_call",
-            {
-                "id": call.id,
-                "name": call.name,
-                "arguments": call.arguments,
-                "message_id": self._tally.last_message_id,
-                "server": route.server_name if route else None,
-            },
+            events.ToolCall,
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            message_id=self._tally.last_message_id,
+            server=route.server_name if route else None,
         )
         ask = route is not None and route.ask_first
         row_id = await self._db_call(
@@ -658,8 +655,14 @@ class TurnRunner:
             "server": route.server_name,
             "tool": route.tool,
         }
+
+        def approval(seq: int, status: str) -> events.Approval:
+            return events.Approval(
+                seq, call.id, call.name, call.arguments, route.server_name, route.tool, status
+            )
+
         await self._db_call(runs.set_waiting, run_id, waiting)
-        await self._journal.emit("approval", {**waiting, "status": "waiting"})
+        await self._journal.emit(approval, "waiting")
         await self._journal.flush()
         try:
             decision = await self._race_stop(
@@ -671,7 +674,7 @@ class TurnRunner:
             await self._tool_result(call, NOT_MADE.format(why="stopped"), "not_run", row_id)
             raise
         await self._db_call(runs.set_waiting, run_id, None)
-        await self._journal.emit("approval", {**waiting, "status": decision})
+        await self._journal.emit(approval, decision)
         if decision == "approved":
             await self._db_call(runs.tool_approved, row_id)
             return True
@@ -710,15 +713,13 @@ class TurnRunner:
         if row_id is not None:
             await self._db_call(runs.tool_finished, row_id, status, text, duration_ms)
         await self._journal.emit(
-            "tool_result",
-            {
-                "id": call.id,
-                "name": call.name,
-                "content": text,
-                "status": status,
-                "message_id": message_id,
-                **({"files": files} if files else {}),
-            },
+            events.ToolResult,
+            id=call.id,
+            name=call.name,
+            content=text,
+            status=status,
+            message_id=message_id,
+            files=tuple(files),
         )
 
     async def _guard(self, what: str) -> str:
@@ -751,25 +752,22 @@ class TurnRunner:
                 fn(session)
             finish_row(session)
 
-        data: dict[str, Any]
-        if error is not None:
-            kind, data = "error", {"code": error[0], "message": error[1]}
-        else:
-            kind, data = (
-                "done",
-                {
-                    "status": status,
-                    "message_id": self._tally.last_message_id,
-                    "note": note,
-                    "usage": self._tally.usage,
-                    "cost": round(self._tally.cost, 8),
-                    "answered_by": self.job.answered,
-                    # The last answer was cut (``length``, ``content_filter``), else None.
-                    "finish_reason": self._tally.cut,
-                },
-            )
         try:
-            await self._journal.end(kind, data, unit)
+            if error is not None:
+                await self._journal.end(unit, events.Error, code=error[0], message=error[1])
+            else:
+                await self._journal.end(
+                    unit,
+                    events.Done,
+                    status=status,
+                    message_id=self._tally.last_message_id,
+                    note=note,
+                    usage=self._tally.usage,
+                    cost=round(self._tally.cost, 8),
+                    answered_by=self.job.answered,
+                    # The last answer was cut (``length``, ``content_filter``), else None.
+                    finish_reason=self._tally.cut,
+                )
         except Exception:
             if ledger is not None:
                 with contextlib.suppress(Exception):

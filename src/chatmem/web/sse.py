@@ -10,7 +10,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mappin
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from chatmem.turns.events import RunEvent
+from chatmem.turns.events import RunEvent, sse
 
 #: Seconds of silence on an events stream before a keep-alive comment.
 KEEPALIVE_SECONDS = 15.0
@@ -103,10 +103,10 @@ async def follow(
             return
         async with contextlib.aclosing(batches(events)) as waiting:
             async for batch in waiting:
-                yield "".join(event.sse() for event in batch) if batch else KEEPALIVE
+                yield "".join(sse(event) for event in batch) if batch else KEEPALIVE
 
     return EventStreamResponse(
-        first.sse() if first is not None else None,
+        sse(first) if first is not None else None,
         stream(),
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
     )

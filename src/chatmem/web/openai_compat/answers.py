@@ -16,27 +16,31 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from chatmem.turns.events import RunEvent
-
-#: The events that reach an OpenAI client.
-SHOWN = frozenset({"delta", "reasoning", "tool_call", "done", "error"})
+from chatmem.turns.events import Delta, Done, Error, Reasoning, RunEvent, ToolCall
 
 
 def shown(event: RunEvent) -> bool:
-    return event.type in SHOWN and (event.type != "tool_call" or bool(event.data.get("client")))
+    """Whether the event reaches an OpenAI client: the answer's text and thinking, the
+    calls handed back to the client, the run's end."""
+    match event:
+        case Delta() | Reasoning() | Done() | Error():
+            return True
+        case ToolCall(client=client):
+            return client
+    return False
 
 
-def tool_call_object(data: dict[str, Any], index: int | None = None) -> dict[str, Any]:
-    call: dict[str, Any] = {
-        "id": data["id"],
+def tool_call_object(call: ToolCall, index: int | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": call.id,
         "type": "function",
-        "function": {"name": data["name"], "arguments": data.get("arguments") or "{}"},
+        "function": {"name": call.name, "arguments": call.arguments or "{}"},
     }
-    return call if index is None else {"index": index, **call}
+    return body if index is None else {"index": index, **body}
 
 
-def usage_object(done: dict[str, Any]) -> dict[str, int]:
-    tally = done.get("usage") or {}
+def usage_object(done: Done | None) -> dict[str, int]:
+    tally = (done.usage if done is not None else None) or {}
     prompt, completion = int(tally.get("prompt_tokens", 0)), int(tally.get("completion_tokens", 0))
     return {
         "prompt_tokens": prompt,
@@ -54,9 +58,9 @@ class Answer:
     created: int = field(default_factory=lambda: int(time.time()))
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    done: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    done: Done | None = None
+    error: Error | None = None
 
     @property
     def id(self) -> str:
@@ -68,19 +72,20 @@ class Answer:
         model's output limit; ``content_filter``), as the provider said; else ``stop``."""
         if self.calls:
             return "tool_calls"
-        return str((self.done or {}).get("finish_reason") or "stop")
+        return str((self.done.finish_reason if self.done is not None else None) or "stop")
 
     def take(self, event: RunEvent) -> None:
-        if event.type == "delta":
-            self.text.append(str(event.data.get("text", "")))
-        elif event.type == "reasoning":
-            self.reasoning.append(str(event.data.get("text", "")))
-        elif event.type == "tool_call":
-            self.calls.append(event.data)
-        elif event.type == "done":
-            self.done = event.data
-        elif event.type == "error":
-            self.error = event.data
+        match event:
+            case Delta(text=text):
+                self.text.append(text)
+            case Reasoning(text=text):
+                self.reasoning.append(text)
+            case ToolCall():
+                self.calls.append(event)
+            case Done():
+                self.done = event
+            case Error():
+                self.error = event
 
     def completion(self) -> dict[str, Any]:
         """The ``chat.completion`` object."""
@@ -107,7 +112,7 @@ class Answer:
                     "logprobs": None,
                 }
             ],
-            "usage": usage_object(self.done or {}),
+            "usage": usage_object(self.done),
         }
 
     def chunk(
@@ -134,20 +139,20 @@ class Answer:
     def frames(self, event: RunEvent, *, include_usage: bool) -> str:
         """The SSE frames for one shown event (the stream's end after ``done``)."""
         self.take(event)
-        if event.type == "delta":
-            return self.chunk({"content": event.data.get("text", "")})
-        if event.type == "reasoning":
-            return self.chunk({"reasoning_content": event.data.get("text", "")})
-        if event.type == "tool_call":
-            index = len(self.calls) - 1
-            return self.chunk({"tool_calls": [tool_call_object(event.data, index)]})
-        if event.type == "error":
-            error = {"message": event.data.get("message", ""), "code": event.data.get("code")}
-            body = json.dumps({"error": {**error, "type": "api_error"}}, ensure_ascii=False)
-            return f"data: {body}\n\n"
+        match event:
+            case Delta(text=text):
+                return self.chunk({"content": text})
+            case Reasoning(text=text):
+                return self.chunk({"reasoning_content": text})
+            case ToolCall():
+                index = len(self.calls) - 1
+                return self.chunk({"tool_calls": [tool_call_object(event, index)]})
+            case Error(code=code, message=message):
+                error = {"message": message, "code": code, "type": "api_error"}
+                return f"data: {json.dumps({'error': error}, ensure_ascii=False)}\n\n"
         frames = self.chunk({}, self.finish_reason)
         if include_usage:
-            frames += self.chunk(None, usage=usage_object(self.done or {}))
+            frames += self.chunk(None, usage=usage_object(self.done))
         return frames + "data: [DONE]\n\n"
 
 

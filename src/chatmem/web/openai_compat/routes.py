@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from chatmem.errors import NotFound
 from chatmem.store.profiles import AUTO_PROFILE, visible_profiles
 from chatmem.store.sessions import Session
-from chatmem.turns.events import RunEvent
+from chatmem.turns.events import Error, RunEvent
 from chatmem.web.api.routes.turns import UserId, turn_service
 from chatmem.web.deps import CurrentUser, DbSession
 from chatmem.web.errors import STATUS_BY_CODE
@@ -89,12 +89,12 @@ async def chat_completions(
                 if shown(event):
                     answer.take(event)
         if answer.error is not None:
-            return _failed(answer.error, headers)
+            return _failed(answer.error.data, headers)
         return JSONResponse(answer.completion(), headers=headers)
     # The first event decides the status: a turn refused by the provider or the plan at once
     # is an error response the SDK raises, not a stream that breaks.
     first = await first_shown(events)
-    if first is None or first.type == "error":
+    if first is None or isinstance(first, Error):
         await events.aclose()
         return _failed(first.data if first else {"code": "provider_error"}, headers)
     head = answer.chunk({"role": "assistant", "content": ""}) + answer.frames(
