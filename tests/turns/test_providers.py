@@ -20,7 +20,7 @@ from tests.support.mcp_server import McpServerProcess, running_mcp_server, wait_
 from tests.support.model_server import CONTEXT_ERRORS, FakeModelServer, prompt_tokens
 from tests.turns.conftest import Chat, make_chat, seed_pairs
 
-from chatmem.store import runs
+from chatmem.store.ledger import record_usage
 from chatmem.store.tables.runs import UsageRow
 from chatmem.turns import inputs as turn_inputs
 
@@ -146,7 +146,7 @@ def test_the_calibration_learns_only_from_reported_usage_CTX_2(chat: Chat) -> No
     with db.session() as session:
         # Counted rows say nothing about the provider's tokenizer, whatever they hold.
         for _ in range(3):
-            runs.record_usage(
+            record_usage(
                 session,
                 user_id=chat.user.id,
                 conversation_id=chat.conversation_id,
@@ -164,7 +164,7 @@ def test_the_calibration_learns_only_from_reported_usage_CTX_2(chat: Chat) -> No
         assert calibrations(chat).factor(session, chat.profile_id) == 1.0
     calibrations(chat).forget(chat.profile_id)
     with db.session() as session:
-        runs.record_usage(
+        record_usage(
             session,
             user_id=chat.user.id,
             conversation_id=chat.conversation_id,

@@ -19,7 +19,7 @@ from chatmem.errors import Conflict, InvalidInput, NotFound
 from chatmem.store import accounts
 from chatmem.store.accounts import UserRecord, user_record
 from chatmem.store.exchange.staged import STAGING_PREFIX
-from chatmem.store.spending import EXTENSION_SCOPES
+from chatmem.store.ledger import EXTENSION_SCOPES, ExtensionRecord, extension_record
 from chatmem.store.tables.accounts import BrowserSession, SigninLink, User
 from chatmem.store.tables.admin import AdminAction
 from chatmem.store.tables.runs import ExtensionRequest
@@ -114,9 +114,9 @@ def _pending_request(session: Session, request_id: str) -> ExtensionRequest:
 
 def grant_extension(
     session: Session, admin: User, request_id: str, amount_usd: float, scope: str
-) -> ExtensionRequest:
+) -> ExtensionRecord:
     """Grants ``amount_usd`` more included usage for the current period or permanently:
-    it raises both the session and the weekly included usage (see ``spending``)."""
+    it raises both the session and the weekly included usage (see :mod:`chatmem.store.ledger`)."""
     if scope not in EXTENSION_SCOPES:
         raise InvalidInput(f"scope: use one of {', '.join(EXTENSION_SCOPES)}.")
     amount = usd(amount_usd, "amount_usd", positive=True)
@@ -133,10 +133,10 @@ def grant_extension(
         {"user_id": row.user_id, "amount_usd": amount, "scope": scope},
         now=now,
     )
-    return row
+    return extension_record(row)
 
 
-def decline_extension(session: Session, admin: User, request_id: str) -> ExtensionRequest:
+def decline_extension(session: Session, admin: User, request_id: str) -> ExtensionRecord:
     row = _pending_request(session, request_id)
     now = utcnow()
     row.status, row.decided_by, row.decided_at = "declined", admin.id, now
@@ -149,7 +149,7 @@ def decline_extension(session: Session, admin: User, request_id: str) -> Extensi
         {"user_id": row.user_id},
         now=now,
     )
-    return row
+    return extension_record(row)
 
 
 # --- users ---------------------------------------------------------------------------------

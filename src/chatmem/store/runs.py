@@ -1,14 +1,15 @@
-"""The durable side of runs: rows, stored events, tool-call records and the usage ledger.
+"""The durable side of runs: their rows and their stored events, and what recovery reads
+and writes of an interrupted run (TURN-3).
 
 Plain synchronous functions over a SQLAlchemy ``Session`` (the runner calls them in a worker
 thread, routes call them directly).  A run is read as a :class:`RunRecord` (a frozen copy of
 its row, not an ORM object); a stored event as a :class:`StoredEvent`.  Every lookup is scoped
-to the owner: a foreign run id answers exactly like a missing one (STORE-1).
+to the owner: a foreign run id answers exactly like a missing one (STORE-1).  Tool calls are
+:mod:`chatmem.store.tool_calls`'; the usage ledger is :mod:`chatmem.store.ledger`'s.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
@@ -20,12 +21,10 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
-    and_,
     bindparam,
     func,
     insert,
     null,
-    or_,
     select,
     text,
     update,
@@ -33,22 +32,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
-from chatmem.errors import Conflict, NotFound
+from chatmem.errors import NotFound
 from chatmem.store.db import connection_of
-from chatmem.store.tables.accounts import User
-from chatmem.store.tables.conversations import Conversation
-from chatmem.store.tables.runs import (
-    RUN_STATUSES,
-    TOOL_DECISIONS,
-    TOOL_STATUSES,
-    USAGE_KINDS,
-    ExtensionRequest,
-    Run,
-    RunEventRow,
-    ToolCallRow,
-    UsageRow,
-)
-from chatmem.store.types import UTCDateTime, iso, new_id, utcnow
+from chatmem.store.messages import append_message, complete_message
+from chatmem.store.tables.conversations import Conversation, Message
+from chatmem.store.tables.runs import RUN_STATUSES, Run, RunEventRow
+from chatmem.store.types import UTCDateTime, new_id, utcnow
 
 FINISHED_STATUSES = frozenset(RUN_STATUSES) - {"running"}
 
@@ -158,8 +147,6 @@ def conversation_runs(
 # takes to run it).  Executed on the session's connection: plain Core, no ORM bookkeeping.
 _INSERT_RUN = insert(Run)
 _INSERT_EVENT = insert(RunEventRow)
-_INSERT_USAGE = insert(UsageRow)
-_INSERT_TOOL_CALL = insert(ToolCallRow)
 _SET_LAST_SEQ = update(Run).where(Run.id == bindparam("rid")).values(last_seq=bindparam("new_seq"))
 #: PostgreSQL: a batch and the run's ``last_seq`` in one statement — the server is a network
 #: round trip away, and a batch is written for every burst of every turn (the first one on
@@ -180,15 +167,6 @@ _STORE_BATCH_PG = text(
     bindparam("seqs", type_=ARRAY(Integer)),
     bindparam("types", type_=ARRAY(String)),
     bindparam("datas", type_=ARRAY(Text)),
-)
-_ADD_RUN_USAGE = (
-    update(Run)
-    .where(Run.id == bindparam("rid"))
-    .values(
-        prompt_tokens=Run.prompt_tokens + bindparam("prompt"),
-        completion_tokens=Run.completion_tokens + bindparam("completion"),
-        cost=Run.cost + bindparam("add"),
-    )
 )
 _FINISH = (
     update(Run)
@@ -340,332 +318,103 @@ def heartbeat(session: Session, run_ids: Iterable[str], replica_id: str) -> None
         )
 
 
-# --- tool calls ---------------------------------------------------------------------------
-
-
-def tool_started(
-    session: Session,
-    *,
-    run_id: str,
-    conversation_id: str,
-    call_id: str,
-    name: str,
-    arguments: str,
-    message_id: str | None,
-    server_id: str | None,
-    user_id: str | None = None,
-    server_name: str | None = None,
-    tool: str | None = None,
-    status: str = "started",
-) -> str:
-    """Record a tool call *before* it is made, so a crash leaves evidence (TURN-3); an "ask
-    first" call is recorded ``waiting`` (PROV-6).  The arguments are kept with their SHA-256
-    digest, which the administrators' list shows."""
-    assert status in ("started", "waiting")
-    row_id = new_id()
-    session.connection().execute(
-        _INSERT_TOOL_CALL,
-        {
-            "id": row_id,
-            "run_id": run_id,
-            "conversation_id": conversation_id,
-            "call_id": call_id,
-            "name": name,
-            "arguments": arguments,
-            "arguments_sha256": hashlib.sha256(arguments.encode("utf-8")).hexdigest(),
-            "message_id": message_id,
-            "server_id": server_id,
-            "server_name": server_name,
-            "tool": tool,
-            "user_id": user_id,
-            "status": status,
-            "started_at": utcnow(),
-        },
-    )
-    return row_id
-
-
-def tool_finished(
-    session: Session, row_id: str, status: str, result: str, duration_ms: int | None = None
-) -> None:
-    assert status in TOOL_STATUSES
-    session.execute(
-        update(ToolCallRow)
-        .where(ToolCallRow.id == row_id)
-        .values(status=status, result=result, finished_at=utcnow(), duration_ms=duration_ms)
-    )
-
-
-def tool_approved(session: Session, row_id: str) -> None:
-    """An "ask first" call the user approved is about to be made."""
-    session.execute(update(ToolCallRow).where(ToolCallRow.id == row_id).values(status="started"))
-
-
 def set_waiting(session: Session, run_id: str, waiting: dict[str, Any] | None) -> None:
     """PROV-6: the call a running turn waits on (shown in the run's JSON), or None."""
     value = waiting if waiting is not None else null()
     session.execute(update(Run).where(Run.id == run_id).values(waiting=value))
 
 
-def record_decision(
-    session: Session, user_id: str, run_id: str, call_id: str, decision: str
-) -> RunRecord:
-    """PROV-6: writes the user's answer on the latest call ``call_id`` of their run, by one
-    conditional update (only a row still ``waiting`` with no decision takes one); returns the
-    run.  Repeating the same answer is harmless; a different or late one is a ``Conflict``."""
-    assert decision in TOOL_DECISIONS
-    run = owned_run(session, user_id, run_id)
-    row = session.execute(
-        select(ToolCallRow.id)
-        .where(ToolCallRow.run_id == run_id, ToolCallRow.call_id == call_id)
-        .order_by(ToolCallRow.started_at.desc())
-        .limit(1)
-    ).first()
-    if row is None:
-        raise NotFound("tool call")
-    claim = (
-        update(ToolCallRow)
-        .where(
-            ToolCallRow.id == row.id,
-            ToolCallRow.status == "waiting",
-            ToolCallRow.decision.is_(None),
-        )
-        .values(decision=decision, decided_by=user_id, decided_at=utcnow())
-    )
-    taken = session.connection().execute(claim).rowcount
-    if not taken and tool_decision(session, row.id) != decision:
-        raise Conflict("This tool call is not waiting for an answer any more.")
-    return run
+# --- recovery (TURN-3) --------------------------------------------------------------------
 
 
-def tool_decision(session: Session, row_id: str) -> str | None:
-    """The decision on a recorded call (``approved``, ``refused``, ``expired``), or None."""
-    return session.scalar(select(ToolCallRow.decision).where(ToolCallRow.id == row_id))
-
-
-def expire_decision(session: Session, row_id: str) -> str | None:
-    """No answer in time: ``expired``, unless an answer landed just now (then that one)."""
-    session.execute(
-        update(ToolCallRow)
-        .where(ToolCallRow.id == row_id, ToolCallRow.decision.is_(None))
-        .values(decision="expired", decided_at=utcnow())
-    )
-    return tool_decision(session, row_id)
-
-
-def tool_call_page(
-    session: Session,
-    *,
-    limit: int = 100,
-    before: str | None = None,
-    user_id: str | None = None,
-    server_id: str | None = None,
-) -> tuple[list[dict[str, Any]], str | None]:
-    """The administrators' list (PROV-6): newest first, ``limit`` rows after the cursor
-    ``before`` (a row id from the previous page); returns the rows and the next cursor."""
-    query = select(ToolCallRow, User.name).outerjoin(User, User.id == ToolCallRow.user_id)
-    if user_id is not None:
-        query = query.where(ToolCallRow.user_id == user_id)
-    if server_id is not None:
-        query = query.where(ToolCallRow.server_id == server_id)
-    if before is not None:
-        anchor = session.get(ToolCallRow, before)
-        if anchor is not None:
-            query = query.where(
-                or_(
-                    ToolCallRow.started_at < anchor.started_at,
-                    and_(ToolCallRow.started_at == anchor.started_at, ToolCallRow.id < anchor.id),
-                )
-            )
-    rows = session.execute(
-        query.order_by(ToolCallRow.started_at.desc(), ToolCallRow.id.desc()).limit(limit + 1)
-    ).all()
-    items = [tool_call_public(row, name) for row, name in rows[:limit]]
-    return items, (items[-1]["id"] if len(rows) > limit else None)
-
-
-def tool_call_public(row: ToolCallRow, user_name: str | None) -> dict[str, Any]:
-    """One recorded call: who, when, where, what (the arguments' digest), how it ended."""
-    return {
-        "id": row.id,
-        "user": {"id": row.user_id, "name": user_name},
-        "run_id": row.run_id,
-        "conversation_id": row.conversation_id,
-        "call_id": row.call_id,
-        "server": {"id": row.server_id, "name": row.server_name},
-        "tool": row.tool or row.name,
-        "name": row.name,
-        "arguments_sha256": row.arguments_sha256,
-        "status": row.status,
-        "decision": (
-            {"decision": row.decision, "by": row.decided_by, "at": iso(row.decided_at)}
-            if row.decision
-            else None
-        ),
-        "started_at": iso(row.started_at),
-        "finished_at": iso(row.finished_at),
-        "duration_ms": row.duration_ms,
-    }
-
-
-# --- usage ledger (USE-1) -----------------------------------------------------------------
-
-
-def record_usage(
-    session: Session,
-    *,
-    user_id: str,
-    conversation_id: str | None,
-    run_id: str | None,
-    kind: str,
-    profile_id: str | None,
-    model: str | None,
-    prompt_tokens: int,
-    completion_tokens: int,
-    cost: float,
-    estimated_prompt_tokens: int | None = None,
-    estimated: bool = False,
-) -> None:
-    """One ledger row (USE-1).  ``estimated``: the provider reported no usage and the tokens
-    were counted by chatmem (PROV-1).  An ``overflow`` row (PROV-2) is not a billed call: it
-    is not added to the run's totals."""
-    assert kind in USAGE_KINDS
-    # Prepared Core statements: this is in every answer's checkpoint.
-    connection = session.connection()
-    connection.execute(
-        _INSERT_USAGE,
-        {
-            "user_id": user_id,
-            "conversation_id": conversation_id,
-            "run_id": run_id,
-            "kind": kind,
-            "profile_id": profile_id,
-            "model": model,
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "estimated_prompt_tokens": estimated_prompt_tokens,
-            "estimated": estimated,
-            "cost": cost,
-            "created_at": utcnow(),
-        },
-    )
-    if run_id is not None and kind != "overflow":
-        connection.execute(
-            _ADD_RUN_USAGE,
-            {"rid": run_id, "prompt": prompt_tokens, "completion": completion_tokens, "add": cost},
-        )
-
-
-#: How many recent answers the calibration looks at (CTX-2).
-CALIBRATION_WINDOW = 20
-
-
-@dataclass(frozen=True, slots=True)
-class CalibrationRow:
-    """A ledger row the calibration learns from (CTX-2, PROV-2): an ``answer`` or an
-    ``overflow``, the tokens the provider reported or named and chatmem's raw estimate."""
-
-    kind: str
-    prompt_tokens: int
-    estimated_prompt_tokens: int
-
-
-# Read at every turn: built once (building it costs more than running it).  Rows counted by
-# chatmem itself (``estimated``, PROV-1) teach nothing: only what a provider reported.
-_CALIBRATION = (
-    select(UsageRow.kind, UsageRow.prompt_tokens, UsageRow.estimated_prompt_tokens)
-    .where(
-        UsageRow.profile_id == bindparam("profile_id"),
-        UsageRow.kind.in_(("answer", "overflow")),
-        UsageRow.estimated.is_(False),
-        UsageRow.estimated_prompt_tokens.is_not(None),
-        UsageRow.estimated_prompt_tokens > 0,
-    )
-    .order_by(UsageRow.num.desc())
-    .limit(CALIBRATION_WINDOW)
-)
-
-
-def calibration_rows(session: Session | Connection, profile_id: str) -> list[CalibrationRow]:
-    """The profile's most recent :data:`CALIBRATION_WINDOW` answers and overflows that a
-    provider reported, newest first."""
-    rows = connection_of(session).execute(_CALIBRATION, {"profile_id": profile_id})
+def running_runs(session: Session) -> list[RunRecord]:
+    """Every run still ``running`` (at start-up: their process may have died)."""
     return [
-        CalibrationRow(kind, int(prompt or 0), int(estimated or 0))
-        for kind, prompt, estimated in rows
+        _run_record(row) for row in session.execute(_RUN_COLUMNS.where(Run.status == "running"))
     ]
 
 
-def spent_since(session: Session | Connection, user_id: str, since: datetime) -> float:
-    value = session.scalar(
-        select(func.coalesce(func.sum(UsageRow.cost), 0.0)).where(
-            UsageRow.user_id == user_id, UsageRow.created_at >= since
-        )
-    )
-    return float(value or 0.0)
+def lock_running_run(session: Session, run_id: str) -> RunRecord | None:
+    """The run, its row locked for the transaction — or None when it is unknown or has
+    already ended (then there is nothing to interrupt)."""
+    run = session.get(Run, run_id, with_for_update=True)
+    if run is None or run.status != "running":
+        return None
+    return RunRecord(*(getattr(run, f.name) for f in fields(RunRecord)))
 
 
-def spent_per_conversation(
-    session: Session | Connection, user_id: str, *, limit: int = 200
-) -> list[tuple[str | None, str | None, float]]:
-    """The user's spending per conversation, most first: (conversation id, its title — None
-    once deleted, the ledger outlives it — and the cost)."""
+def conversation_exists(session: Session, conversation_id: str) -> bool:
+    return session.get(Conversation, conversation_id) is not None
+
+
+def streamed_events(session: Session, run_id: str) -> list[StoredEvent]:
+    """The run's stored ``delta`` and ``reasoning`` events, in order: what it streamed."""
     rows = session.execute(
-        select(UsageRow.conversation_id, Conversation.title, func.sum(UsageRow.cost))
-        .join(Conversation, Conversation.id == UsageRow.conversation_id, isouter=True)
-        .where(UsageRow.user_id == user_id)
-        .group_by(UsageRow.conversation_id, Conversation.title)
-        .order_by(func.sum(UsageRow.cost).desc())
-        .limit(limit)
+        select(RunEventRow.seq, RunEventRow.type, RunEventRow.data)
+        .where(RunEventRow.run_id == run_id, RunEventRow.type.in_(("delta", "reasoning")))
+        .order_by(RunEventRow.seq)
     )
-    return [(cid, title, float(cost or 0.0)) for cid, title, cost in rows]
+    return [StoredEvent(seq, type_, dict(data)) for seq, type_, data in rows]
 
 
-# --- extension requests (USE-3) -----------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class StepMessage:
+    """The assistant message a run stored for one step of its answer."""
+
+    id: str
+    content: str
+    meta: dict[str, Any]
 
 
-def last_extension_request(session: Session, user_id: str, since: datetime) -> datetime | None:
-    """When the user last asked for an extension at or after ``since`` (None: not since)."""
-    value: datetime | None = session.scalar(
-        select(func.max(ExtensionRequest.created_at)).where(
-            ExtensionRequest.user_id == user_id, ExtensionRequest.created_at >= since
+def step_message(
+    session: Session, conversation_id: str, run_id: str, step: int
+) -> StepMessage | None:
+    """The assistant message stored for ``step`` of the run, looked for among the
+    conversation's last 50 assistant messages (None: none there)."""
+    for message in session.scalars(
+        select(Message)
+        .where(Message.conversation_id == conversation_id, Message.role == "assistant")
+        .order_by(Message.seq.desc())
+        .limit(50)
+    ):
+        meta = message.meta or {}
+        if meta.get("run_id") == run_id and meta.get("step") == step:
+            return StepMessage(message.id, message.content, dict(meta))
+    return None
+
+
+def complete_step_message(
+    session: Session, message_id: str, content: str, meta: dict[str, Any]
+) -> None:
+    """Replaces the message's text with the longer one that starts with it (see
+    :func:`chatmem.store.messages.complete_message`)."""
+    message = session.get(Message, message_id)
+    assert message is not None
+    complete_message(session, message, content, meta)
+
+
+def add_run_message(
+    session: Session,
+    conversation_id: str,
+    role: str,
+    content: str,
+    *,
+    meta: dict[str, Any],
+    tool_call_id: str | None = None,
+) -> None:
+    """Appends a message a run leaves behind (its interrupted answer, a tool call's result)."""
+    conversation = session.get(Conversation, conversation_id)
+    assert conversation is not None
+    append_message(session, conversation, role, content, tool_call_id=tool_call_id, meta=meta)
+
+
+def tool_call_answered(session: Session, conversation_id: str, call_id: str) -> bool:
+    """Whether the conversation holds a tool message answering the call ``call_id``."""
+    answered = session.scalar(
+        select(Message.id).where(
+            Message.conversation_id == conversation_id,
+            Message.role == "tool",
+            Message.tool_call_id == call_id,
         )
     )
-    return value
-
-
-def add_extension_request(session: Session, user_id: str, reason: str) -> datetime:
-    """Records a request for an extension; returns when it was made."""
-    now = utcnow()
-    session.add(ExtensionRequest(user_id=user_id, reason=reason, created_at=now))
-    session.flush()
-    return now
-
-
-# --- public shapes ------------------------------------------------------------------------
-
-
-def run_public(run: RunRecord) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "conversation_id": run.conversation_id,
-        "status": run.status,
-        "user_message_id": run.user_message_id,
-        "error": (
-            {"code": run.error_code, "message": run.error_message} if run.error_code else None
-        ),
-        "note": run.note,
-        "usage": {
-            "prompt_tokens": run.prompt_tokens,
-            "completion_tokens": run.completion_tokens,
-        },
-        "cost": round(run.cost, 8),
-        "currency": "USD",
-        "last_event_id": run.last_seq,
-        # PROV-6: the "ask first" tool call the turn waits on (it stays ``running``).
-        "waiting": run.waiting if run.status == "running" else None,
-        "answered_by": run.answered_by,
-        "answered_reason": run.answered_reason,
-        "created_at": iso(run.created_at),
-        "finished_at": iso(run.finished_at),
-    }
+    return answered is not None

@@ -21,10 +21,11 @@ import time
 from typing import Literal, cast
 
 import anyio
-from sqlalchemy.orm import Session
 
-from chatmem.store import runs
+from chatmem.store import tool_calls
 from chatmem.store.db import Database
+from chatmem.store.runs import RunRecord
+from chatmem.store.sessions import Session
 from chatmem.store.units import read, work
 
 Decision = Literal["approved", "refused", "expired"]
@@ -35,10 +36,10 @@ POLL_SECONDS = 1.0
 
 def decide(
     session: Session, user_id: str, run_id: str, call_id: str, decision: Decision
-) -> dict[str, object]:
-    """Records the user's answer to a waiting call of their run; answers the run's JSON.
+) -> RunRecord:
+    """Records the user's answer to a waiting call of their run; answers the run.
     Repeating the same answer is harmless; a different or late one is a ``conflict``."""
-    return runs.run_public(runs.record_decision(session, user_id, run_id, call_id, decision))
+    return tool_calls.record_decision(session, user_id, run_id, call_id, decision)
 
 
 class Approvals:
@@ -62,12 +63,12 @@ class Approvals:
         try:
             while True:
                 event.clear()
-                decision = await read(db, runs.tool_decision, row_id)
+                decision = await read(db, tool_calls.tool_decision, row_id)
                 if decision is not None:
                     return cast(Decision, decision)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return cast(Decision, await work(db, runs.expire_decision, row_id))
+                    return cast(Decision, await work(db, tool_calls.expire_decision, row_id))
                 with anyio.move_on_after(min(POLL_SECONDS, left)):
                     await event.wait()
         finally:

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection
-from sqlalchemy.orm import Session
-
 from chatmem.errors import InsufficientCredits, InvalidInput
 from chatmem.settings import Settings
+from chatmem.store.ledger import profile_name
 from chatmem.store.profiles import AUTO_PROFILE, ProfileRecord, auto_candidates, visible_profile
-from chatmem.turns.usage import Included, exhausted_by, included_usage, profile_name
+from chatmem.store.sessions import Connection, Session
+from chatmem.turns.usage import Included, exhausted_by, included_usage
 
 #: The conversation's ``profile_id`` when Auto chooses (USE-4).
 AUTO = AUTO_PROFILE

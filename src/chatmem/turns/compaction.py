@@ -23,7 +23,7 @@ from chatmem.errors import ProviderError, ProviderUnreachable
 from chatmem.models.client import ModelClient
 from chatmem.models.clients import ModelClients
 from chatmem.settings import Settings
-from chatmem.store import runs
+from chatmem.store import ledger
 from chatmem.store.db import Database
 from chatmem.store.summaries import add_summary
 from chatmem.store.units import work
@@ -212,7 +212,7 @@ class _Payer:
     target: ModelTarget
 
     def record(self, session: Any, answer: _Answer, cost: float) -> None:
-        runs.record_usage(
+        ledger.record_usage(
             session,
             user_id=self.user_id,
             conversation_id=self.conversation_id,

@@ -28,7 +28,7 @@ from chatmem.errors import InvalidInput, NotFound
 from chatmem.models import profiles
 from chatmem.models.client import ModelEndpoint
 from chatmem.settings import Settings
-from chatmem.store import runs
+from chatmem.store import ledger
 from chatmem.store.db import connection_of
 from chatmem.store.engine import StepConversation, load_engine_conversation, step_conversation
 from chatmem.store.messages import insert_message
@@ -193,7 +193,7 @@ class Calibrations:
             known = self._known.get(profile_id)
         if known is not None and known[1] > now:
             return known[0]
-        rows = runs.calibration_rows(session, profile_id)
+        rows = ledger.calibration_rows(session, profile_id)
         answers = [r for r in rows if r.kind == "answer"]
         reported = sum(r.prompt_tokens for r in answers)
         estimated = sum(r.estimated_prompt_tokens for r in answers)
@@ -256,7 +256,7 @@ def learn_overflow(
     parts = len(inputs.plan.messages) + 1 if inputs.plan is not None else 1
     floor = budget + 1 + OVERFLOW_SLACK_PER_MESSAGE * parts
     reported = max(named_tokens or 0, floor)
-    runs.record_usage(
+    ledger.record_usage(
         session,
         user_id=inputs.user_id,
         conversation_id=inputs.conversation_id,

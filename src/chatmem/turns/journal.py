@@ -24,11 +24,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
-from sqlalchemy import Connection
-from sqlalchemy.orm import Session
-
 from chatmem.store import runs
 from chatmem.store.db import Database
+from chatmem.store.sessions import Connection, Session
 from chatmem.store.units import first_statement, quick_statement, work
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.events import Done, Error, RunEvent, from_stored

@@ -17,13 +17,9 @@ A new turn in the conversation then continues on the stored history.
 
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from chatmem.store import runs
-from chatmem.store.messages import append_message, complete_message
-from chatmem.store.tables.conversations import Conversation, Message
-from chatmem.store.tables.runs import Run, RunEventRow, ToolCallRow
+from chatmem.store import runs, tool_calls
+from chatmem.store.runs import RunRecord
+from chatmem.store.sessions import Session
 from chatmem.turns import events
 
 INTERRUPTED_MESSAGE = (
@@ -37,23 +33,18 @@ UNKNOWN_TOOL_RESULT = (
 NOT_MADE_TOOL_RESULT = "Not run: the server restarted before this tool call was approved."
 
 
-def running_runs(session: Session) -> list[Run]:
-    return list(session.scalars(select(Run).where(Run.status == "running")))
-
-
 def interrupt_run(
     session: Session, run_id: str, *, message: str = INTERRUPTED_MESSAGE
 ) -> events.Error | None:
     """Ends a running run ``interrupted``; returns its terminal event (stored), which the
     caller publishes so that watchers on every replica see the run end — or None when the
     run had already ended."""
-    run = session.get(Run, run_id, with_for_update=True)
-    if run is None or run.status != "running":
+    run = runs.lock_running_run(session, run_id)
+    if run is None:
         return None
-    conversation = session.get(Conversation, run.conversation_id)
-    if conversation is not None:
-        _keep_partial_text(session, run, conversation)
-        _mark_unknown_tool_calls(session, run, conversation)
+    if runs.conversation_exists(session, run.conversation_id):
+        _keep_partial_text(session, run)
+        _mark_unknown_tool_calls(session, run)
     seq = runs.last_seq(session, run.id) + 1
     event = events.Error(seq, "interrupted", message)
     runs.store_events(session, run.id, [event])
@@ -61,17 +52,13 @@ def interrupt_run(
     return event
 
 
-def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -> None:
+def _keep_partial_text(session: Session, run: RunRecord) -> None:
     """The text of the answer the run was streaming — every stored delta of its last step,
     which is every delta any watcher saw (the journal publishes only what it stored) —
     becomes the assistant message, its thinking (the step's ``reasoning`` events) beside it.
     A message already stored for that step that holds only a beginning of it (a checkpoint
     taken mid-answer) is completed, never left short."""
-    streamed = session.scalars(
-        select(RunEventRow)
-        .where(RunEventRow.run_id == run.id, RunEventRow.type.in_(("delta", "reasoning")))
-        .order_by(RunEventRow.seq)
-    ).all()
+    streamed = runs.streamed_events(session, run.id)
     if not streamed:
         return
     pieces = [events.from_stored(e.seq, e.type, e.data) for e in streamed]
@@ -84,52 +71,35 @@ def _keep_partial_text(session: Session, run: Run, conversation: Conversation) -
     if not text:
         return  # it was still thinking: no answer to keep
     thought = {"reasoning": reasoning} if reasoning else {}
-    for message in session.scalars(
-        select(Message)
-        .where(Message.conversation_id == conversation.id, Message.role == "assistant")
-        .order_by(Message.seq.desc())
-        .limit(50)
-    ):
-        meta = message.meta or {}
-        if meta.get("run_id") == run.id and meta.get("step") == last_step:
-            if len(message.content) < len(text) and text.startswith(message.content):
-                complete_message(session, message, text, {**meta, **thought, "interrupted": True})
-            return
-    append_message(
+    stored = runs.step_message(session, run.conversation_id, run.id, last_step)
+    if stored is not None:
+        if len(stored.content) < len(text) and text.startswith(stored.content):
+            meta = {**stored.meta, **thought, "interrupted": True}
+            runs.complete_step_message(session, stored.id, text, meta)
+        return
+    runs.add_run_message(
         session,
-        conversation,
+        run.conversation_id,
         "assistant",
         text,
         meta={"run_id": run.id, "step": last_step, **thought, "interrupted": True},
     )
 
 
-def _mark_unknown_tool_calls(session: Session, run: Run, conversation: Conversation) -> None:
-    started = session.scalars(
-        select(ToolCallRow).where(
-            ToolCallRow.run_id == run.id, ToolCallRow.status.in_(("started", "waiting"))
-        )
-    ).all()
-    for call in started:
+def _mark_unknown_tool_calls(session: Session, run: RunRecord) -> None:
+    for call in tool_calls.open_tool_calls(session, run.id):
         status, text = (
             ("not_run", NOT_MADE_TOOL_RESULT)
             if call.status == "waiting"
             else ("unknown", UNKNOWN_TOOL_RESULT)
         )
-        answered = session.scalar(
-            select(Message.id).where(
-                Message.conversation_id == conversation.id,
-                Message.role == "tool",
-                Message.tool_call_id == call.call_id,
-            )
-        )
-        if answered is None:
-            append_message(
+        if not runs.tool_call_answered(session, run.conversation_id, call.call_id):
+            runs.add_run_message(
                 session,
-                conversation,
+                run.conversation_id,
                 "tool",
                 text,
                 tool_call_id=call.call_id,
                 meta={"run_id": run.id, "tool": call.name, "status": status},
             )
-        runs.tool_finished(session, call.id, status, text)
+        tool_calls.tool_finished(session, call.id, status, text)

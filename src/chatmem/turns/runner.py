@@ -38,8 +38,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy.orm import Session
-
 from chatmem.context import get_tokenizer
 from chatmem.context.errors import EngineError
 from chatmem.context.values import ToolCall
@@ -54,9 +52,11 @@ from chatmem.errors import (
 from chatmem.models.clients import ModelClients
 from chatmem.models.stream import Finish, ReasoningDelta, TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
-from chatmem.store import runs
+from chatmem.store import runs, tool_calls
 from chatmem.store.db import Database
+from chatmem.store.ledger import record_usage
 from chatmem.store.profiles import turn_recall_off
+from chatmem.store.sessions import Session
 from chatmem.store.types import new_id
 from chatmem.store.units import read, work
 from chatmem.tools.approvals import Approvals
@@ -439,7 +439,7 @@ class TurnRunner:
         message_id = new_id()
 
         def unit(session: Any) -> None:
-            runs.record_usage(session, **ledger)
+            record_usage(session, **ledger)
             store_message(
                 session,
                 conversation_id,
@@ -463,7 +463,7 @@ class TurnRunner:
         billed = str(meta.get("reasoning", "")) + text
         ledger = self._usage(inputs, usage, "answer", text=billed)
         if not text:
-            await self._db_call(runs.record_usage, **ledger)
+            await self._db_call(record_usage, **ledger)
             return
         message_id, unit = self._answer_unit(text, ledger, meta)
 
@@ -471,7 +471,7 @@ class TurnRunner:
             await self._db_call(unit)
         except Exception:
             with contextlib.suppress(Exception):
-                await self._db_call(runs.record_usage, **ledger)
+                await self._db_call(record_usage, **ledger)
             raise
         self._tally.last_message_id = message_id
 
@@ -483,7 +483,7 @@ class TurnRunner:
             client.probe(inputs.plan.messages, tools=inputs.tools or None)
         )
         ledger = self._usage(inputs, usage, "probe")
-        await self._db_call(runs.record_usage, **ledger)
+        await self._db_call(record_usage, **ledger)
         raise ProviderError(
             "The model API answered with an empty stream, although it accepts this request "
             "without streaming. Send the message again; if this repeats, check the model "
@@ -523,7 +523,7 @@ class TurnRunner:
             # model call was made: its ledger row is kept on its own.
             if ledger is not None:
                 with contextlib.suppress(Exception):
-                    await self._db_call(runs.record_usage, **ledger)
+                    await self._db_call(record_usage, **ledger)
             raise
 
     def _usage(
@@ -614,7 +614,7 @@ class TurnRunner:
         )
         ask = route is not None and route.ask_first
         row_id = await self._db_call(
-            runs.tool_started,
+            tool_calls.tool_started,
             run_id=self.job.run_id,
             conversation_id=self.job.conversation_id,
             call_id=call.id,
@@ -676,7 +676,7 @@ class TurnRunner:
         await self._db_call(runs.set_waiting, run_id, None)
         await self._journal.emit(approval, decision)
         if decision == "approved":
-            await self._db_call(runs.tool_approved, row_id)
+            await self._db_call(tool_calls.tool_approved, row_id)
             return True
         text = REFUSED if decision == "refused" else NOT_ANSWERED
         await self._tool_result(call, text, "refused", row_id)
@@ -711,7 +711,7 @@ class TurnRunner:
                 "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
             )
         if row_id is not None:
-            await self._db_call(runs.tool_finished, row_id, status, text, duration_ms)
+            await self._db_call(tool_calls.tool_finished, row_id, status, text, duration_ms)
         await self._journal.emit(
             events.ToolResult,
             id=call.id,
@@ -771,7 +771,7 @@ class TurnRunner:
         except Exception:
             if ledger is not None:
                 with contextlib.suppress(Exception):
-                    await self._db_call(runs.record_usage, **ledger)
+                    await self._db_call(record_usage, **ledger)
             raise
 
 

@@ -31,6 +31,7 @@ from chatmem.settings import Settings
 from chatmem.store import runs, summaries
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
+from chatmem.store.runs import RunRecord
 from chatmem.store.sessions import Session
 from chatmem.store.types import new_id
 from chatmem.store.units import KeyTaken, first_unique_work, quick_work, read, work
@@ -229,7 +230,7 @@ class TurnService:
     async def recover(self) -> list[str]:
         """Marks runs whose owner is dead ``interrupted`` (TURN-3, SCALE-2)."""
         candidates = await self._read(
-            lambda s: [(r.id, r.replica_id, r.conversation_id) for r in recovery.running_runs(s)]
+            lambda s: [(r.id, r.replica_id, r.conversation_id) for r in runs.running_runs(s)]
         )
         done: list[str] = []
         for run_id, replica_id, conversation_id in candidates:
@@ -605,7 +606,7 @@ class TurnService:
         await self._release(live)
 
     # -- stop and watch ---------------------------------------------------------------------
-    async def stop(self, user_id: str, run_id: str) -> dict[str, Any]:
+    async def stop(self, user_id: str, run_id: str) -> RunRecord:
         run = await self._read(runs.owned_run, user_id, run_id)
         if run.status == "running":
             await self.coordinator.request_stop(run_id)
@@ -619,16 +620,15 @@ class TurnService:
                 with anyio.move_on_after(5):
                     while (await self._read(runs.owned_run, user_id, run_id)).status == "running":
                         await asyncio.sleep(0.1)
-        run = await self._read(runs.owned_run, user_id, run_id)
-        return runs.run_public(run)
+        return await self._read(runs.owned_run, user_id, run_id)
 
     async def decide(
         self, user_id: str, run_id: str, call_id: str, decision: Decision
-    ) -> dict[str, Any]:
+    ) -> RunRecord:
         """PROV-6: the user's answer to an "ask first" tool call their turn waits on."""
         run = await self._db(decide, user_id, run_id, call_id, decision)
         self.approvals.nudge(run_id, call_id)
-        return cast(dict[str, Any], run)
+        return run
 
     async def watch(
         self, user_id: str, run_id: str, after: int, *, owner_checked: bool = False

@@ -27,16 +27,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
-from sqlalchemy.orm import Session
-
 from chatmem.errors import Forbidden, InsufficientCredits
 from chatmem.settings import Settings
-from chatmem.store import runs, spending
-from chatmem.store.db import connection_of
+from chatmem.store import ledger
+from chatmem.store.ledger import ExtensionRecord, profile_name
 from chatmem.store.profiles import AUTO_PROFILE
-from chatmem.store.tables.accounts import User
-from chatmem.store.tables.profiles import ModelProfile
+from chatmem.store.sessions import Connection, Session
 from chatmem.store.types import iso, utcnow
 
 log = logging.getLogger(__name__)
@@ -61,9 +57,6 @@ class Included:
         return self.session is not None or self.week is not None
 
 
-_OWN_LIMITS = select(User.session_limit_usd, User.week_limit_usd).where(User.id == bindparam("uid"))
-
-
 # The chosen profile and the owner's limits in one read (every turn, USE-3/USE-4).
 def included_usage(
     session: Session | Connection,
@@ -74,8 +67,7 @@ def included_usage(
     """The user's own limits where an administrator set them (``own`` when already read),
     else the deployment's."""
     if own is None:
-        row = connection_of(session).execute(_OWN_LIMITS, {"uid": user_id}).first()
-        own = (row[0], row[1]) if row is not None else (None, None)
+        own = ledger.own_limits(session, user_id)
     own_session, own_week = own
     hours = float(settings.usage_session_hours or 5.0)
     return Included(
@@ -126,8 +118,8 @@ def _window(
     now: datetime,
 ) -> Window:
     since = now - length
-    costs = spending.costs_since(session, user_id, since)
-    included = None if base is None else base + spending.granted_since(session, user_id, since)
+    costs = ledger.costs_since(session, user_id, since)
+    included = None if base is None else base + ledger.granted_since(session, user_id, since)
     return Window(
         spent=sum(cost for _, cost in costs),
         included=included,
@@ -161,7 +153,7 @@ def exhausted_by(
     if not limits.limited:
         return None
     now = now or utcnow()
-    session_spent, week_spent, session_granted, week_granted = spending.window_sums(
+    session_spent, week_spent, session_granted, week_granted = ledger.window_sums(
         session, user_id, now - timedelta(hours=limits.session_hours), now - WEEK
     )
     if limits.session is not None and session_spent >= limits.session + session_granted:
@@ -180,19 +172,12 @@ def _window_public(window: Window, extra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def profile_name(session: Session | Connection, profile_id: str | None) -> str | None:
-    if not profile_id:
-        return None
-    row = session.execute(select(ModelProfile.name).where(ModelProfile.id == profile_id)).first()
-    return str(row[0]) if row is not None else None
-
-
 def usage_summary(
     session: Session, user_id: str, settings: Settings, now: datetime | None = None
 ) -> dict[str, Any]:
     now = now or utcnow()
     limits, session_window, week_window = _windows(session, user_id, settings, now)
-    total = runs.spent_since(session, user_id, now - timedelta(days=36500))
+    total = ledger.spent_since(session, user_id, now - timedelta(days=36500))
     fractions = [w.fraction for w in (session_window, week_window) if w.included]
     ring = max(fractions) if fractions else 0.0
     exhausted = None
@@ -202,7 +187,7 @@ def usage_summary(
         exhausted = "week"
     per_conversation = [
         {"conversation_id": cid, "title": title, "cost": round(float(cost), 8)}
-        for cid, title, cost in runs.spent_per_conversation(session, user_id)
+        for cid, title, cost in ledger.spent_per_conversation(session, user_id)
     ]
     fallback_id = settings.usage_fallback_profile_id
     session_since = now - timedelta(hours=limits.session_hours)
@@ -213,8 +198,8 @@ def usage_summary(
             session_window,
             {
                 "hours": limits.session_hours,
-                "models": spending.spent_per_model(session, user_id, session_since),
-                "conversations": spending.spent_per_conversation_since(
+                "models": ledger.spent_per_model(session, user_id, session_since),
+                "conversations": ledger.spent_per_conversation_since(
                     session, user_id, session_since
                 ),
             },
@@ -222,10 +207,8 @@ def usage_summary(
         "week": _window_public(
             week_window,
             {
-                "models": spending.spent_per_model(session, user_id, now - WEEK),
-                "conversations": spending.spent_per_conversation_since(
-                    session, user_id, now - WEEK
-                ),
+                "models": ledger.spent_per_model(session, user_id, now - WEEK),
+                "conversations": ledger.spent_per_conversation_since(session, user_id, now - WEEK),
             },
         ),
         "ring": round(min(ring, 1.0), 4),
@@ -243,10 +226,27 @@ def usage_summary(
             else None
         ),
         "extension_requests": bool(settings.usage_extension_requests),
-        "requests": [spending.request_public(r) for r in spending.user_requests(session, user_id)],
+        "requests": [request_public(r) for r in ledger.user_requests(session, user_id)],
         "conversations": per_conversation,
-        "models": spending.spent_per_model(session, user_id),
+        "models": ledger.spent_per_model(session, user_id),
     }
+
+
+def request_public(row: ExtensionRecord, user_name: str | None = None) -> dict[str, Any]:
+    """An extension request as the usage page and the admin console show it."""
+    body: dict[str, Any] = {
+        "id": row.id,
+        "user_id": row.user_id,
+        "reason": row.reason or None,
+        "status": row.status,
+        "amount_usd": row.amount_usd,
+        "scope": row.scope,
+        "created_at": iso(row.created_at),
+        "decided_at": iso(row.decided_at),
+    }
+    if user_name is not None:
+        body["user_name"] = user_name
+    return body
 
 
 def user_usage_brief(
@@ -278,7 +278,7 @@ def request_extension(session: Session, user_id: str, settings: Settings) -> dic
         raise Forbidden("Extension requests are switched off on this server.")
     reason = exhausted_by(session, user_id, settings) or ""
     since = utcnow() - EXTENSION_REPEAT_WINDOW
-    recent = runs.last_extension_request(session, user_id, since)
+    recent = ledger.last_extension_request(session, user_id, since)
     if recent is not None:
         return {
             "notified": False,
@@ -286,7 +286,7 @@ def request_extension(session: Session, user_id: str, settings: Settings) -> dic
             "message": "Administrators were already notified",
             "requested_at": iso(recent),
         }
-    requested = runs.add_extension_request(session, user_id, reason)
+    requested = ledger.add_extension_request(session, user_id, reason)
     # Administrators who watch the log see it too; the admin page lists it (USE-5).
     log.info("user %s asks for more included usage (%s)", user_id, reason or "not used up")
     return {

@@ -22,9 +22,9 @@ from chatmem.errors import Forbidden
 from chatmem.store import accounts, admin
 from chatmem.store import profiles as profile_store
 from chatmem.store.accounts import UserRecord
+from chatmem.store.ledger import all_requests
 from chatmem.store.profiles import ProfileRecord
-from chatmem.store.spending import all_requests, request_public
-from chatmem.turns.usage import user_usage_brief
+from chatmem.turns.usage import request_public, user_usage_brief
 from chatmem.web.api.schemas import Body, Whole
 from chatmem.web.deps import AdminUser, DbSession, SettingsDep, authenticated_user_id
 from chatmem.web.views.admin import action_view, user_admin_view

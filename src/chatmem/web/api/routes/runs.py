@@ -12,19 +12,20 @@ from chatmem.web.api.routes.turns import UserId, short_read, turn_service
 from chatmem.web.api.schemas import Seq
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
 from chatmem.web.sse import EventStreamResponse, follow
+from chatmem.web.views.runs import run_public
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
 
 @router.get("/{run_id}")
 def get_run(run_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
-    return runs.run_public(runs.owned_run(session, user.id, run_id))
+    return run_public(runs.owned_run(session, user.id, run_id))
 
 
 @router.post("/{run_id}/stop")
 async def stop_run(run_id: str, request: Request, user_id: UserId) -> dict[str, Any]:
     """Stops the turn; what was completed (and the text streamed so far) is kept."""
-    return await turn_service(request).stop(user_id, run_id)
+    return run_public(await turn_service(request).stop(user_id, run_id))
 
 
 @router.post("/{run_id}/tool-calls/{call_id}/approve")
@@ -32,7 +33,7 @@ async def approve_tool_call(
     run_id: str, call_id: str, request: Request, user_id: UserId
 ) -> dict[str, Any]:
     """PROV-6: the turn waiting on this "ask first" call makes it; answers the run."""
-    return await turn_service(request).decide(user_id, run_id, call_id, "approved")
+    return run_public(await turn_service(request).decide(user_id, run_id, call_id, "approved"))
 
 
 @router.post("/{run_id}/tool-calls/{call_id}/refuse")
@@ -40,7 +41,7 @@ async def refuse_tool_call(
     run_id: str, call_id: str, request: Request, user_id: UserId
 ) -> dict[str, Any]:
     """PROV-6: the call is not made; its result tells the model the user refused it."""
-    return await turn_service(request).decide(user_id, run_id, call_id, "refused")
+    return run_public(await turn_service(request).decide(user_id, run_id, call_id, "refused"))
 
 
 async def run_owner(run_id: str, request: Request) -> str:

@@ -13,9 +13,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from chatmem.store import runs
+from chatmem.store import tool_calls
 from chatmem.web.api.schemas import Whole
 from chatmem.web.deps import AdminUser, DbSession
+from chatmem.web.views.runs import tool_call_public
 
 router = APIRouter(prefix="/api/v1/admin/tool-calls", tags=["admin"])
 
@@ -29,7 +30,8 @@ def list_tool_calls(
     user_id: Annotated[str | None, Query(max_length=64)] = None,
     server_id: Annotated[str | None, Query(max_length=64)] = None,
 ) -> dict[str, Any]:
-    items, next_before = runs.tool_call_page(
+    entries, next_before = tool_calls.tool_call_page(
         session, limit=limit, before=before, user_id=user_id, server_id=server_id
     )
+    items = [tool_call_public(e.call, e.user_name) for e in entries]
     return {"items": items, "next_before": next_before}

@@ -16,6 +16,7 @@ from chatmem.turns.admission import Redo
 from chatmem.turns.service import Submitted, TurnService
 from chatmem.web.deps import CurrentUser, DbSession, authenticated_user_id
 from chatmem.web.sse import follow
+from chatmem.web.views.runs import run_public
 
 T = TypeVar("T")
 
@@ -184,4 +185,4 @@ def list_runs(
     """The conversation's runs, newest first; ``?active=1`` finds a running turn."""
     owned_conversation_row(session, user.id, conversation_id)
     items = runs.conversation_runs(session, conversation_id, active_only=active)
-    return {"items": [runs.run_public(r) for r in items]}
+    return {"items": [run_public(r) for r in items]}
