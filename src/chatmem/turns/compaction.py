@@ -25,6 +25,7 @@ from chatmem.models.clients import ModelClients
 from chatmem.settings import Settings
 from chatmem.store import ledger
 from chatmem.store.db import Database
+from chatmem.store.sessions import Session
 from chatmem.store.summaries import add_summary
 from chatmem.store.units import work
 from chatmem.turns import events
@@ -211,7 +212,7 @@ class _Payer:
     kind: str
     target: ModelTarget
 
-    def record(self, session: Any, answer: _Answer, cost: float) -> None:
+    def record(self, session: Session, answer: _Answer, cost: float) -> None:
         ledger.record_usage(
             session,
             user_id=self.user_id,
@@ -228,7 +229,7 @@ class _Payer:
 
 
 def _store_round(
-    session: Any,
+    session: Session,
     payer: _Payer,
     request: SummaryRound,
     answer: _Answer,

@@ -315,7 +315,7 @@ class TurnRunner:
         return True
 
     async def _inputs(self, toolbox: ToolBox, *, materialize: bool = False) -> TurnInputs:
-        def load(session: Any) -> TurnInputs:
+        def load(session: Session) -> TurnInputs:
             return load_inputs(
                 session,
                 self.job.conversation_id,
@@ -438,7 +438,7 @@ class TurnRunner:
             full_meta["answered_by"] = self.job.answered
         message_id = new_id()
 
-        def unit(session: Any) -> None:
+        def unit(session: Session) -> None:
             record_usage(session, **ledger)
             store_message(
                 session,
@@ -733,7 +733,7 @@ class TurnRunner:
     ) -> None:
         run_id = self.job.run_id
 
-        def finish_row(session: Any) -> None:
+        def finish_row(session: Session) -> None:
             # Stored with the terminal event, in one transaction.
             runs.finish_run(
                 session,
@@ -747,7 +747,7 @@ class TurnRunner:
         final, self._final = self._final, None
         fn, ledger = final if final is not None else (None, None)
 
-        def unit(session: Any) -> None:
+        def unit(session: Session) -> None:
             if fn is not None:
                 fn(session)
             finish_row(session)
