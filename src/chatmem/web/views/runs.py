@@ -59,5 +59,3 @@ def tool_call_public(row: ToolCallRecord, user_name: str | None) -> dict[str, An
         "finished_at": iso(row.finished_at),
         "duration_ms": row.duration_ms,
     }
-
-
