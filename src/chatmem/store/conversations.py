@@ -26,6 +26,7 @@ from sqlalchemy import (
     func,
     select,
     tuple_,
+    update,
 )
 from sqlalchemy.orm import Session
 
@@ -105,13 +106,51 @@ def owned_conversation(
     return conversation
 
 
-def owned_conversation_row(session: Session, user_id: str, conversation_id: str) -> Conversation:
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """What the turn path reads of a conversation: its id, owner and the settings a copy
+    of it carries (``chatmem.turns.history_turns``)."""
+
+    id: str
+    user_id: str
+    title: str
+    mode: str
+    folder_id: str | None
+    instructions: str
+    profile_id: str | None
+
+
+def owned_conversation_row(
+    session: Session, user_id: str, conversation_id: str
+) -> ConversationRecord:
     """:func:`owned_conversation` by the user's id (the turn path has no ``User``): never an
     archived one."""
     row = session.get(Conversation, conversation_id)
     if row is None or row.user_id != user_id or row.archived_at is not None:
         raise NotFound("conversation")
-    return row
+    return ConversationRecord(
+        row.id,
+        row.user_id,
+        row.title,
+        row.mode,
+        row.folder_id,
+        row.instructions,
+        row.profile_id,
+    )
+
+
+def touch_conversation(session: Session, conversation_id: str) -> None:
+    """The conversation changed (its ``updated_at`` is now): what keys a cached plan."""
+    session.execute(
+        update(Conversation).where(Conversation.id == conversation_id).values(updated_at=utcnow())
+    )
+
+
+def set_conversation_profile(session: Session, conversation_id: str, profile_id: str) -> None:
+    """The conversation is answered by ``profile_id`` from now on."""
+    session.execute(
+        update(Conversation).where(Conversation.id == conversation_id).values(profile_id=profile_id)
+    )
 
 
 def check_mode(mode: str) -> str:
@@ -168,6 +207,35 @@ def create_conversation(
     session.flush()
     quotas.enforce_conversation_quota(session, user, limits)
     return conversation
+
+
+def create_conversation_as(
+    session: Session,
+    user_id: str,
+    limits: Limits,
+    *,
+    title: str,
+    mode: str,
+    folder_id: str | None,
+    instructions: str,
+    profile_id: str | None,
+    conversation_id: str,
+) -> None:
+    """:func:`create_conversation` by the owner's id (the turn path has no ``User``)."""
+    user = session.get(User, user_id)
+    if user is None:  # pragma: no cover - tokens cascade with their user
+        raise NotFound("user")
+    create_conversation(
+        session,
+        user,
+        limits,
+        title=title,
+        mode=mode,
+        folder_id=folder_id,
+        instructions=instructions,
+        profile_id=profile_id,
+        conversation_id=conversation_id,
+    )
 
 
 def update_conversation(

@@ -8,6 +8,7 @@ loader (:mod:`chatmem.store.engine`) relies on that to address the tail by arith
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -19,8 +20,10 @@ from sqlalchemy.orm.attributes import set_committed_value
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import ToolCall
 from chatmem.errors import InvalidInput, NotFound
+from chatmem.settings import Settings
 from chatmem.store import quotas
 from chatmem.store.db import connection_of
+from chatmem.store.engine import SHOWN
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Message
@@ -201,6 +204,31 @@ def insert_message(
     return value.id
 
 
+def store_message(
+    session: Session | Connection,
+    conversation_id: str,
+    role: str,
+    content: str,
+    settings: Settings,
+    meta: dict[str, Any] | None,
+    extra: dict[str, Any],
+) -> str:
+    """:func:`insert_message` under the settings' quotas for a turn's step (``extra``: its
+    keywords); a conversation deleted while the turn ran is ``InvalidInput``."""
+    message_id = insert_message(
+        session,
+        conversation_id,
+        role,
+        content,
+        limits=Limits.from_settings(settings),
+        meta=meta,
+        **extra,
+    )
+    if message_id is None:
+        raise InvalidInput("The conversation was deleted while the turn ran.")
+    return message_id
+
+
 def append_message(
     session: Session,
     conversation: Conversation,
@@ -336,3 +364,25 @@ def set_pair_excluded(
     conversation.updated_at = utcnow()
     session.flush()
     return list(session.scalars(select(Message.id).where(*bounds).order_by(Message.seq)))
+
+
+@dataclass(frozen=True, slots=True)
+class ShownMessage:
+    """A message as its client was shown it: what the OpenAI-compatible endpoint compares
+    a client's history with (``chatmem.turns.history_match``)."""
+
+    id: str
+    role: str
+    content: str
+    tool_call_id: str | None
+    meta: dict[str, Any] | None
+
+
+def shown_messages(session: Session | Connection, conversation_id: str) -> list[ShownMessage]:
+    """The conversation's shown messages (no hidden version, PROJ-3), in order."""
+    rows = connection_of(session).execute(
+        select(Message.id, Message.role, Message.content, Message.tool_call_id, Message.meta)
+        .where(Message.conversation_id == conversation_id, SHOWN)
+        .order_by(Message.seq)
+    )
+    return [ShownMessage(*row) for row in rows]

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NothingToCompress
-from chatmem.store.conversations import create_conversation
+from chatmem.store.conversations import ConversationRecord, create_conversation
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import TOKEN_COLUMNS, Conversation, Summary
@@ -62,7 +62,7 @@ def checked_text(text: str) -> str:
     return text
 
 
-def edit_summary(session: Session, conversation: Conversation, text: str) -> Summary:
+def edit_summary(session: Session, conversation: ConversationRecord, text: str) -> Summary:
     """A new version with the user's text over the same messages as the current one."""
     text = checked_text(text)
     current = newest_summary(session, conversation.id)

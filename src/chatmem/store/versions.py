@@ -35,16 +35,15 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
+from chatmem.store.conversations import ConversationRecord, touch_conversation
 from chatmem.store.engine import SHOWN
 from chatmem.store.tables.conversations import (
-    Conversation,
     File,
     Message,
     MessageVersion,
     Summary,
 )
 from chatmem.store.tables.runs import Run
-from chatmem.store.types import utcnow
 
 ANSWER = "answer"
 QUESTION = "question"
@@ -65,7 +64,7 @@ class VersionOf:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def _shown_message(session: Session, conversation: Conversation, message_id: str) -> Message:
+def _shown_message(session: Session, conversation: ConversationRecord, message_id: str) -> Message:
     row = session.scalars(
         select(Message).where(
             Message.id == message_id, Message.conversation_id == conversation.id, SHOWN
@@ -303,12 +302,12 @@ def _show_answer(session: Session, question: Message) -> None:
             _set_hidden(session, row.message_ids, False)
 
 
-def _touch(conversation: Conversation) -> None:
+def _touch(session: Session, conversation: ConversationRecord) -> None:
     # The plan version (the context endpoint's cache key) follows the conversation's row.
-    conversation.updated_at = utcnow()
+    touch_conversation(session, conversation.id)
 
 
-def begin_regenerate(session: Session, conversation: Conversation, message_id: str) -> str:
+def begin_regenerate(session: Session, conversation: ConversationRecord, message_id: str) -> str:
     """Puts the last answer away as a version (``message_id``: the last question or a
     message of its answer) and returns the question to answer again; the new turn's answer
     is the slot's new shown version."""
@@ -328,7 +327,7 @@ def begin_regenerate(session: Session, conversation: Conversation, message_id: s
                 message_ids=[],
             )
         )
-    _touch(conversation)
+    _touch(session, conversation)
     session.flush()
     return question.id
 
@@ -343,7 +342,7 @@ class Edit:
     files: tuple[str, ...] = ()
 
 
-def begin_edit(session: Session, conversation: Conversation, message_id: str) -> Edit:
+def begin_edit(session: Session, conversation: ConversationRecord, message_id: str) -> Edit:
     """Hides the last question and its answer as a version of the question's slot; the
     caller stores the new question and calls :func:`finish_edit`."""
     target = _shown_message(session, conversation, message_id)
@@ -378,7 +377,7 @@ def begin_edit(session: Session, conversation: Conversation, message_id: str) ->
             .values(message_id=None)
             .execution_options(synchronize_session="fetch")
         )
-    _touch(conversation)
+    _touch(session, conversation)
     session.flush()
     return Edit(slot, number, files)
 
@@ -428,7 +427,7 @@ def _move_files(session: Session, sources: Sequence[str], question_id: str) -> N
 
 
 def switch(
-    session: Session, conversation: Conversation, message_id: str, index: int
+    session: Session, conversation: ConversationRecord, message_id: str, index: int
 ) -> dict[str, Any]:
     """Shows version ``index`` (1-based) of the slot the shown message ``message_id``
     belongs to: its question's versions for a question, its answer's for an answer."""
@@ -455,14 +454,14 @@ def switch(
             target.shown = True
             _set_hidden(session, target.message_ids, False)
             rows = remaining
-        _touch(conversation)
+        _touch(session, conversation)
         session.flush()
     return {"kind": kind, "version": rows.index(target) + 1, "versions": len(rows)}
 
 
 def _switch_question(
     session: Session,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     rows: Sequence[MessageVersion],
     target: MessageVersion,
 ) -> None:

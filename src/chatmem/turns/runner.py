@@ -56,6 +56,7 @@ from chatmem.models.stream import Finish, ReasoningDelta, TextDelta, ToolCallEve
 from chatmem.settings import Settings
 from chatmem.store import runs
 from chatmem.store.db import Database
+from chatmem.store.messages import store_message
 from chatmem.store.profiles import turn_recall_off
 from chatmem.store.types import new_id
 from chatmem.store.units import read, work
@@ -73,7 +74,6 @@ from chatmem.turns.inputs import (
     learn_overflow,
     load_inputs,
     raw_estimate,
-    store_message,
 )
 from chatmem.turns.journal import EventJournal
 from chatmem.turns.metering import bound_tool_result, counted_answer
