@@ -49,7 +49,7 @@ ANSWER = "answer"
 QUESTION = "question"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VersionOf:
     """Where a message stands among its slot's versions (1-based ``index`` of ``count``)."""
 
@@ -57,8 +57,14 @@ class VersionOf:
     index: int
     count: int
 
-    def public(self) -> dict[str, Any]:
-        return {"version": self.index, "versions": self.count, "version_kind": self.kind}
+
+@dataclass(frozen=True, slots=True)
+class FailedTurn:
+    """A question's last turn failed: its run and the error it stored."""
+
+    run_id: str
+    code: str
+    message: str
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -187,7 +193,7 @@ def version_map(session: Session, rows: Sequence[Message]) -> dict[str, VersionO
     return out
 
 
-def failed_turns(session: Session, conversation_id: str) -> dict[str, dict[str, Any]]:
+def failed_turns(session: Session, conversation_id: str) -> dict[str, FailedTurn]:
     """Question id -> the error of its last turn, for questions whose last turn failed
     (shown in place with Retry, from the stored run)."""
     failed = session.execute(
@@ -206,11 +212,9 @@ def failed_turns(session: Session, conversation_id: str) -> dict[str, dict[str, 
     ):
         latest[question_id] = run_id
     return {
-        r.user_message_id: {
-            "run_id": r.id,
-            "code": r.error_code or "error",
-            "message": r.error_message or "The turn failed.",
-        }
+        r.user_message_id: FailedTurn(
+            r.id, r.error_code or "error", r.error_message or "The turn failed."
+        )
         for r in failed
         if r.user_message_id and latest.get(r.user_message_id) == r.id
     }
