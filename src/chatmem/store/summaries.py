@@ -15,6 +15,9 @@ caller's lookups (:func:`chatmem.store.conversations.owned_conversation`, STORE-
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -39,17 +42,57 @@ NO_SUMMARY_TO_CONTINUE = (
 )
 
 
-def newest_summary(session: Session, conversation_id: str) -> Summary | None:
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """One stored summary version, as read."""
+
+    id: str
+    conversation_id: str
+    version: int
+    first_message_id: str | None
+    through_message_id: str | None
+    message_count: int
+    text: str
+    focus: str | None
+    cost: float
+    model: str | None
+    tokens_estimate: int
+    tokens_o200k: int
+    tokens_cl100k: int
+    created_at: datetime
+
+
+def _record(row: Summary) -> SummaryRecord:
+    return SummaryRecord(
+        row.id,
+        row.conversation_id,
+        row.version,
+        row.first_message_id,
+        row.through_message_id,
+        row.message_count,
+        row.text,
+        row.focus,
+        row.cost,
+        row.model,
+        row.tokens_estimate,
+        row.tokens_o200k,
+        row.tokens_cl100k,
+        row.created_at,
+    )
+
+
+def newest_summary(session: Session, conversation_id: str) -> SummaryRecord | None:
     """The current (highest) version, or None when the conversation has no summary."""
-    return session.scalars(
+    row = session.scalars(
         select(Summary)
         .where(Summary.conversation_id == conversation_id)
         .order_by(Summary.version.desc())
         .limit(1)
     ).first()
+    return _record(row) if row is not None else None
 
 
-def is_edited(summary: Summary) -> bool:
+def is_edited(summary: SummaryRecord) -> bool:
     return summary.model == EDITED_BY_USER
 
 
@@ -62,7 +105,7 @@ def checked_text(text: str) -> str:
     return text
 
 
-def edit_summary(session: Session, conversation: ConversationRecord, text: str) -> Summary:
+def edit_summary(session: Session, conversation: ConversationRecord, text: str) -> SummaryRecord:
     """A new version with the user's text over the same messages as the current one."""
     text = checked_text(text)
     current = newest_summary(session, conversation.id)
@@ -83,7 +126,7 @@ def edit_summary(session: Session, conversation: ConversationRecord, text: str) 
     )
     session.add(edited)
     session.flush()
-    return edited
+    return _record(edited)
 
 
 def add_summary(

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chatmem.bounds import MAX_INT
-from chatmem.store.summaries import is_edited
+from chatmem.store.summaries import SummaryRecord, is_edited
 from chatmem.store.tables.accounts import User
-from chatmem.store.tables.conversations import Conversation, File, Folder, Message, Summary
+from chatmem.store.tables.conversations import Conversation, File, Folder, Message
 from chatmem.store.types import INTEGER_MAX, iso
 
 
@@ -111,7 +111,7 @@ def message_public(message: Message, tokens_column: str, status: str | None) -> 
     }
 
 
-def summary_public(summary: Summary, tokens_column: str) -> dict[str, Any]:
+def summary_public(summary: SummaryRecord, tokens_column: str) -> dict[str, Any]:
     return {
         "id": summary.id,
         "version": summary.version,
