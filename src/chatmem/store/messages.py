@@ -300,6 +300,44 @@ def complete_message(
     session.flush()
 
 
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One stored message, as read (the columns of ``messages`` but its row number)."""
+
+    id: str
+    conversation_id: str
+    seq: int
+    role: str
+    content: str
+    created_at: datetime
+    tokens_estimate: int
+    tokens_o200k: int
+    tokens_cl100k: int
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    excluded: bool
+    meta: dict[str, Any] | None
+    hidden: bool
+
+
+_RECORD_COLUMNS = (
+    Message.id,
+    Message.conversation_id,
+    Message.seq,
+    Message.role,
+    Message.content,
+    Message.created_at,
+    Message.tokens_estimate,
+    Message.tokens_o200k,
+    Message.tokens_cl100k,
+    Message.tool_calls,
+    Message.tool_call_id,
+    Message.excluded,
+    Message.meta,
+    Message.hidden,
+)
+
+
 def history(
     session: Session,
     conversation_id: str,
@@ -307,9 +345,9 @@ def history(
     after_seq: int | None = None,
     limit: int | None = None,
     hidden: bool = True,
-) -> list[Message]:
+) -> list[MessageRecord]:
     """The conversation's messages in order (``hidden``: with the hidden versions, PROJ-3)."""
-    stmt = select(Message).where(Message.conversation_id == conversation_id)
+    stmt = select(*_RECORD_COLUMNS).where(Message.conversation_id == conversation_id)
     if not hidden:
         stmt = stmt.where(Message.hidden == False)  # noqa: E712
     if after_seq is not None:
@@ -317,7 +355,7 @@ def history(
     stmt = stmt.order_by(Message.seq)
     if limit is not None:
         stmt = stmt.limit(limit)
-    return list(session.scalars(stmt))
+    return [MessageRecord(*row) for row in session.execute(stmt)]
 
 
 def message_in(session: Session, conversation: Conversation, message_id: str) -> Message:

@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store.conversations import ConversationRecord, touch_conversation
 from chatmem.store.engine import SHOWN
+from chatmem.store.messages import MessageRecord
 from chatmem.store.tables.conversations import (
     File,
     Message,
@@ -91,7 +92,7 @@ def last_question(session: Session, conversation_id: str) -> Message | None:
     ).first()
 
 
-def question_of(session: Session, message: Message) -> Message | None:
+def question_of(session: Session, message: Message | MessageRecord) -> Message | None:
     """The shown question a shown message answers (None before the first question)."""
     return session.scalars(
         select(Message)
@@ -155,7 +156,7 @@ def conversation_versions(session: Session, conversation_id: str) -> list[Messag
     )
 
 
-def version_map(session: Session, rows: Sequence[Message]) -> dict[str, VersionOf]:
+def version_map(session: Session, rows: Sequence[MessageRecord]) -> dict[str, VersionOf]:
     """For the messages ``rows`` (one conversation, in ``seq`` order, shown and hidden
     alike): where each stands among its slot's versions, for those in a slot of two or
     more versions."""

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chatmem.bounds import MAX_INT
+from chatmem.store.messages import MessageRecord
 from chatmem.store.summaries import SummaryRecord, is_edited
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Folder, Message
@@ -90,7 +91,9 @@ def conversation_public(conversation: Conversation, **extra: Any) -> dict[str, A
     }
 
 
-def message_public(message: Message, tokens_column: str, status: str | None) -> dict[str, Any]:
+def message_public(
+    message: Message | MessageRecord, tokens_column: str, status: str | None
+) -> dict[str, Any]:
     return {
         "id": message.id,
         "seq": message.seq,
