@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chatmem.bounds import MAX_INT
+from chatmem.store.files import FileRecord
 from chatmem.store.messages import MessageRecord
 from chatmem.store.summaries import SummaryRecord, is_edited
 from chatmem.store.tables.accounts import User
@@ -131,7 +132,7 @@ def summary_public(summary: SummaryRecord, tokens_column: str) -> dict[str, Any]
 
 
 def file_public(
-    file: File,
+    file: File | FileRecord,
     tokens_column: str = "tokens_estimate",
     status: str | None = None,
     *,
