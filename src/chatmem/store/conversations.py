@@ -108,16 +108,44 @@ def owned_conversation(
 
 @dataclass(frozen=True, slots=True)
 class ConversationRecord:
-    """What the turn path reads of a conversation: its id, owner and the settings a copy
-    of it carries (``chatmem.turns.history_turns``)."""
+    """One conversation as read (the columns of ``conversations`` but its import source and
+    ``meta``)."""
 
     id: str
     user_id: str
     title: str
-    mode: str
     folder_id: str | None
-    instructions: str
+    pinned: bool
+    mode: str
     profile_id: str | None
+    instructions: str
+    created_at: datetime
+    updated_at: datetime
+    last_active_at: datetime
+    archived_at: datetime | None
+    source_conversation_id: str | None
+    recall: bool | None
+    project_id: str | None
+
+
+def conversation_record(row: Conversation) -> ConversationRecord:
+    return ConversationRecord(
+        row.id,
+        row.user_id,
+        row.title,
+        row.folder_id,
+        row.pinned,
+        row.mode,
+        row.profile_id,
+        row.instructions,
+        row.created_at,
+        row.updated_at,
+        row.last_active_at,
+        row.archived_at,
+        row.source_conversation_id,
+        row.recall,
+        row.project_id,
+    )
 
 
 def owned_conversation_row(
@@ -128,15 +156,7 @@ def owned_conversation_row(
     row = session.get(Conversation, conversation_id)
     if row is None or row.user_id != user_id or row.archived_at is not None:
         raise NotFound("conversation")
-    return ConversationRecord(
-        row.id,
-        row.user_id,
-        row.title,
-        row.mode,
-        row.folder_id,
-        row.instructions,
-        row.profile_id,
-    )
+    return conversation_record(row)
 
 
 def touch_conversation(session: Session, conversation_id: str) -> None:
@@ -292,11 +312,11 @@ def message_count(session: Session, conversation_id: str) -> int:
 
 @dataclass(frozen=True)
 class Page:
-    items: list[Conversation]
+    items: list[ConversationRecord]
     next_cursor: str | None
 
 
-def encode_cursor(conversation: Conversation) -> str:
+def encode_cursor(conversation: ConversationRecord) -> str:
     raw = json.dumps(
         [int(conversation.pinned), conversation.last_active_at.isoformat(), conversation.id]
     )
@@ -392,7 +412,7 @@ def list_conversations(
         values.update(found)
         search = session.get_bind().dialect.name
     stmt = _list_statement(search, folder_id is not None, bool(cursor), bool(offset))
-    rows = list(session.scalars(stmt, values))
+    rows = [conversation_record(row) for row in session.scalars(stmt, values)]
     more = len(rows) > limit
     rows = rows[:limit]
     return Page(rows, encode_cursor(rows[-1]) if more and rows else None)

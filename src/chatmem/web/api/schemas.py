@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chatmem.bounds import MAX_INT
+from chatmem.store.conversations import ConversationRecord
 from chatmem.store.files import FileRecord
 from chatmem.store.messages import MessageRecord
 from chatmem.store.summaries import SummaryRecord, is_edited
@@ -69,7 +70,9 @@ def folder_public(folder: Folder) -> dict[str, Any]:
     return {"id": folder.id, "name": folder.name, "created_at": iso(folder.created_at)}
 
 
-def conversation_public(conversation: Conversation, **extra: Any) -> dict[str, Any]:
+def conversation_public(
+    conversation: Conversation | ConversationRecord, **extra: Any
+) -> dict[str, Any]:
     return {
         "id": conversation.id,
         "title": conversation.title,
