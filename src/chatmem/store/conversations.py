@@ -53,12 +53,23 @@ def owned_folder(session: Session, user: User, folder_id: str) -> Folder:
     return folder
 
 
-def list_folders(session: Session, user: User) -> list[Folder]:
-    return list(
-        session.scalars(
+@dataclass(frozen=True, slots=True)
+class FolderRecord:
+    """One folder as read."""
+
+    id: str
+    user_id: str
+    name: str
+    created_at: datetime
+
+
+def list_folders(session: Session, user: User) -> list[FolderRecord]:
+    return [
+        FolderRecord(folder.id, folder.user_id, folder.name, folder.created_at)
+        for folder in session.scalars(
             select(Folder).where(Folder.user_id == user.id).order_by(Folder.name, Folder.id)
         )
-    )
+    ]
 
 
 def _folder_name(name: str) -> str:

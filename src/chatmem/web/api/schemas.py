@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chatmem.bounds import MAX_INT
-from chatmem.store.conversations import ConversationRecord
+from chatmem.store.conversations import ConversationRecord, FolderRecord
 from chatmem.store.files import FileRecord
 from chatmem.store.messages import MessageRecord
 from chatmem.store.summaries import SummaryRecord, is_edited
@@ -66,7 +66,7 @@ def evicted_public(user: User) -> dict[str, int]:
     return {"conversations": user.evicted_conversations, "messages": user.evicted_messages}
 
 
-def folder_public(folder: Folder) -> dict[str, Any]:
+def folder_public(folder: Folder | FolderRecord) -> dict[str, Any]:
     return {"id": folder.id, "name": folder.name, "created_at": iso(folder.created_at)}
 
 
