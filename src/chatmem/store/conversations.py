@@ -63,9 +63,13 @@ class FolderRecord:
     created_at: datetime
 
 
+def _folder_record(folder: Folder) -> FolderRecord:
+    return FolderRecord(folder.id, folder.user_id, folder.name, folder.created_at)
+
+
 def list_folders(session: Session, user: User) -> list[FolderRecord]:
     return [
-        FolderRecord(folder.id, folder.user_id, folder.name, folder.created_at)
+        _folder_record(folder)
         for folder in session.scalars(
             select(Folder).where(Folder.user_id == user.id).order_by(Folder.name, Folder.id)
         )
@@ -79,12 +83,12 @@ def _folder_name(name: str) -> str:
     return name
 
 
-def create_folder(session: Session, user: User, name: str, limits: Limits) -> Folder:
+def create_folder(session: Session, user: User, name: str, limits: Limits) -> FolderRecord:
     quotas.check_folder_quota(session, user, limits)
     folder = Folder(user_id=user.id, name=_folder_name(name), created_at=utcnow())
     session.add(folder)
     session.flush()
-    return folder
+    return _folder_record(folder)
 
 
 def rename_folder(folder: Folder, name: str) -> None:

@@ -22,7 +22,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NothingToCompress
-from chatmem.store.conversations import ConversationRecord, create_conversation
+from chatmem.store.conversations import (
+    ConversationRecord,
+    conversation_record,
+    create_conversation,
+)
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import TOKEN_COLUMNS, Conversation, Summary
@@ -174,7 +178,7 @@ def _continued_title(title: str) -> str:
 
 def continue_in_new_conversation(
     session: Session, user: User, source: Conversation, limits: Limits
-) -> Conversation:
+) -> ConversationRecord:
     """The new conversation, starting from ``source``'s current summary."""
     summary = newest_summary(session, source.id)
     if summary is None:
@@ -211,4 +215,4 @@ def continue_in_new_conversation(
         )
     )
     session.flush()
-    return continued
+    return conversation_record(continued)
