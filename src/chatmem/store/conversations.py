@@ -26,6 +26,7 @@ from sqlalchemy import (
     func,
     select,
     tuple_,
+    update,
 )
 from sqlalchemy.orm import Session
 
@@ -52,12 +53,27 @@ def owned_folder(session: Session, user: User, folder_id: str) -> Folder:
     return folder
 
 
-def list_folders(session: Session, user: User) -> list[Folder]:
-    return list(
-        session.scalars(
+@dataclass(frozen=True, slots=True)
+class FolderRecord:
+    """One folder as read."""
+
+    id: str
+    user_id: str
+    name: str
+    created_at: datetime
+
+
+def _folder_record(folder: Folder) -> FolderRecord:
+    return FolderRecord(folder.id, folder.user_id, folder.name, folder.created_at)
+
+
+def list_folders(session: Session, user: User) -> list[FolderRecord]:
+    return [
+        _folder_record(folder)
+        for folder in session.scalars(
             select(Folder).where(Folder.user_id == user.id).order_by(Folder.name, Folder.id)
         )
-    )
+    ]
 
 
 def _folder_name(name: str) -> str:
@@ -67,12 +83,12 @@ def _folder_name(name: str) -> str:
     return name
 
 
-def create_folder(session: Session, user: User, name: str, limits: Limits) -> Folder:
+def create_folder(session: Session, user: User, name: str, limits: Limits) -> FolderRecord:
     quotas.check_folder_quota(session, user, limits)
     folder = Folder(user_id=user.id, name=_folder_name(name), created_at=utcnow())
     session.add(folder)
     session.flush()
-    return folder
+    return _folder_record(folder)
 
 
 def rename_folder(folder: Folder, name: str) -> None:
@@ -105,13 +121,71 @@ def owned_conversation(
     return conversation
 
 
-def owned_conversation_row(session: Session, user_id: str, conversation_id: str) -> Conversation:
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """One conversation as read (the columns of ``conversations`` but its import source and
+    ``meta``)."""
+
+    id: str
+    user_id: str
+    title: str
+    folder_id: str | None
+    pinned: bool
+    mode: str
+    profile_id: str | None
+    instructions: str
+    created_at: datetime
+    updated_at: datetime
+    last_active_at: datetime
+    archived_at: datetime | None
+    source_conversation_id: str | None
+    recall: bool | None
+    project_id: str | None
+
+
+def conversation_record(row: Conversation) -> ConversationRecord:
+    return ConversationRecord(
+        row.id,
+        row.user_id,
+        row.title,
+        row.folder_id,
+        row.pinned,
+        row.mode,
+        row.profile_id,
+        row.instructions,
+        row.created_at,
+        row.updated_at,
+        row.last_active_at,
+        row.archived_at,
+        row.source_conversation_id,
+        row.recall,
+        row.project_id,
+    )
+
+
+def owned_conversation_row(
+    session: Session, user_id: str, conversation_id: str
+) -> ConversationRecord:
     """:func:`owned_conversation` by the user's id (the turn path has no ``User``): never an
     archived one."""
     row = session.get(Conversation, conversation_id)
     if row is None or row.user_id != user_id or row.archived_at is not None:
         raise NotFound("conversation")
-    return row
+    return conversation_record(row)
+
+
+def touch_conversation(session: Session, conversation_id: str) -> None:
+    """The conversation changed (its ``updated_at`` is now): what keys a cached plan."""
+    session.execute(
+        update(Conversation).where(Conversation.id == conversation_id).values(updated_at=utcnow())
+    )
+
+
+def set_conversation_profile(session: Session, conversation_id: str, profile_id: str) -> None:
+    """The conversation is answered by ``profile_id`` from now on."""
+    session.execute(
+        update(Conversation).where(Conversation.id == conversation_id).values(profile_id=profile_id)
+    )
 
 
 def check_mode(mode: str) -> str:
@@ -170,6 +244,35 @@ def create_conversation(
     return conversation
 
 
+def create_conversation_as(
+    session: Session,
+    user_id: str,
+    limits: Limits,
+    *,
+    title: str,
+    mode: str,
+    folder_id: str | None,
+    instructions: str,
+    profile_id: str | None,
+    conversation_id: str,
+) -> None:
+    """:func:`create_conversation` by the owner's id (the turn path has no ``User``)."""
+    user = session.get(User, user_id)
+    if user is None:  # pragma: no cover - tokens cascade with their user
+        raise NotFound("user")
+    create_conversation(
+        session,
+        user,
+        limits,
+        title=title,
+        mode=mode,
+        folder_id=folder_id,
+        instructions=instructions,
+        profile_id=profile_id,
+        conversation_id=conversation_id,
+    )
+
+
 def update_conversation(
     session: Session, user: User, conversation: Conversation, changes: dict[str, Any]
 ) -> None:
@@ -224,11 +327,11 @@ def message_count(session: Session, conversation_id: str) -> int:
 
 @dataclass(frozen=True)
 class Page:
-    items: list[Conversation]
+    items: list[ConversationRecord]
     next_cursor: str | None
 
 
-def encode_cursor(conversation: Conversation) -> str:
+def encode_cursor(conversation: ConversationRecord) -> str:
     raw = json.dumps(
         [int(conversation.pinned), conversation.last_active_at.isoformat(), conversation.id]
     )
@@ -324,7 +427,7 @@ def list_conversations(
         values.update(found)
         search = session.get_bind().dialect.name
     stmt = _list_statement(search, folder_id is not None, bool(cursor), bool(offset))
-    rows = list(session.scalars(stmt, values))
+    rows = [conversation_record(row) for row in session.scalars(stmt, values)]
     more = len(rows) > limit
     rows = rows[:limit]
     return Page(rows, encode_cursor(rows[-1]) if more and rows else None)

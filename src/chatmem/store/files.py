@@ -5,6 +5,8 @@ state (``auto`` follows its message in and out of memory, ``pinned`` is always s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, insert, select, update
@@ -114,7 +116,67 @@ def add_attachments(
     ]
 
 
-def owned_file(session: Session, user: User, file_id: str) -> File:
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """One stored file as read, without a binary attachment's bytes (PROV-4: only the
+    content endpoint reads them, :func:`owned_file_data`)."""
+
+    id: str
+    conversation_id: str
+    message_id: str | None
+    name: str
+    content: str
+    state: str
+    size: int
+    mime: str | None
+    width: int | None
+    height: int | None
+    tokens_estimate: int
+    tokens_o200k: int
+    tokens_cl100k: int
+    created_at: datetime
+
+
+def _record(row: File) -> FileRecord:
+    return FileRecord(
+        row.id,
+        row.conversation_id,
+        row.message_id,
+        row.name,
+        row.content,
+        row.state,
+        row.size,
+        row.mime,
+        row.width,
+        row.height,
+        row.tokens_estimate,
+        row.tokens_o200k,
+        row.tokens_cl100k,
+        row.created_at,
+    )
+
+
+def owned_file(session: Session, user: User, file_id: str) -> FileRecord:
+    """The file, when its conversation is the user's and not archived (else NotFound,
+    STORE-1)."""
+    return _record(_owned_file_row(session, user, file_id))
+
+
+def owned_file_data(session: Session, user: User, file_id: str) -> tuple[FileRecord, bytes | None]:
+    """:func:`owned_file` with a binary attachment's bytes (None for a text file)."""
+    row = _owned_file_row(session, user, file_id)
+    return _record(row), row.data
+
+
+def set_file_state(session: Session, user: User, file_id: str, state: str) -> FileRecord:
+    """Sets the state (CTX-16) of the user's file and returns it as stored."""
+    row = _owned_file_row(session, user, file_id)
+    row.state = check_state(state)
+    session.flush()
+    return _record(row)
+
+
+def _owned_file_row(session: Session, user: User, file_id: str) -> File:
     row = session.execute(
         select(File)
         .join(Conversation, Conversation.id == File.conversation_id)
@@ -129,14 +191,15 @@ def owned_file(session: Session, user: User, file_id: str) -> File:
     return row[0]
 
 
-def conversation_files(session: Session, conversation_id: str) -> list[File]:
-    return list(
-        session.scalars(
+def conversation_files(session: Session, conversation_id: str) -> list[FileRecord]:
+    return [
+        _record(row)
+        for row in session.scalars(
             select(File)
             .where(File.conversation_id == conversation_id)
             .order_by(File.created_at, File.id)
         )
-    )
+    ]
 
 
 def conversation_file_ids(

@@ -8,6 +8,7 @@ loader (:mod:`chatmem.store.engine`) relies on that to address the tail by arith
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -19,8 +20,10 @@ from sqlalchemy.orm.attributes import set_committed_value
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import ToolCall
 from chatmem.errors import InvalidInput, NotFound
+from chatmem.settings import Settings
 from chatmem.store import quotas
 from chatmem.store.db import connection_of
+from chatmem.store.engine import SHOWN
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Message
@@ -201,6 +204,31 @@ def insert_message(
     return value.id
 
 
+def store_message(
+    session: Session | Connection,
+    conversation_id: str,
+    role: str,
+    content: str,
+    settings: Settings,
+    meta: dict[str, Any] | None,
+    extra: dict[str, Any],
+) -> str:
+    """:func:`insert_message` under the settings' quotas for a turn's step (``extra``: its
+    keywords); a conversation deleted while the turn ran is ``InvalidInput``."""
+    message_id = insert_message(
+        session,
+        conversation_id,
+        role,
+        content,
+        limits=Limits.from_settings(settings),
+        meta=meta,
+        **extra,
+    )
+    if message_id is None:
+        raise InvalidInput("The conversation was deleted while the turn ran.")
+    return message_id
+
+
 def append_message(
     session: Session,
     conversation: Conversation,
@@ -272,6 +300,44 @@ def complete_message(
     session.flush()
 
 
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One stored message, as read (the columns of ``messages`` but its row number)."""
+
+    id: str
+    conversation_id: str
+    seq: int
+    role: str
+    content: str
+    created_at: datetime
+    tokens_estimate: int
+    tokens_o200k: int
+    tokens_cl100k: int
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    excluded: bool
+    meta: dict[str, Any] | None
+    hidden: bool
+
+
+_RECORD_COLUMNS = (
+    Message.id,
+    Message.conversation_id,
+    Message.seq,
+    Message.role,
+    Message.content,
+    Message.created_at,
+    Message.tokens_estimate,
+    Message.tokens_o200k,
+    Message.tokens_cl100k,
+    Message.tool_calls,
+    Message.tool_call_id,
+    Message.excluded,
+    Message.meta,
+    Message.hidden,
+)
+
+
 def history(
     session: Session,
     conversation_id: str,
@@ -279,9 +345,9 @@ def history(
     after_seq: int | None = None,
     limit: int | None = None,
     hidden: bool = True,
-) -> list[Message]:
+) -> list[MessageRecord]:
     """The conversation's messages in order (``hidden``: with the hidden versions, PROJ-3)."""
-    stmt = select(Message).where(Message.conversation_id == conversation_id)
+    stmt = select(*_RECORD_COLUMNS).where(Message.conversation_id == conversation_id)
     if not hidden:
         stmt = stmt.where(Message.hidden == False)  # noqa: E712
     if after_seq is not None:
@@ -289,7 +355,7 @@ def history(
     stmt = stmt.order_by(Message.seq)
     if limit is not None:
         stmt = stmt.limit(limit)
-    return list(session.scalars(stmt))
+    return [MessageRecord(*row) for row in session.execute(stmt)]
 
 
 def message_in(session: Session, conversation: Conversation, message_id: str) -> Message:
@@ -336,3 +402,25 @@ def set_pair_excluded(
     conversation.updated_at = utcnow()
     session.flush()
     return list(session.scalars(select(Message.id).where(*bounds).order_by(Message.seq)))
+
+
+@dataclass(frozen=True, slots=True)
+class ShownMessage:
+    """A message as its client was shown it: what the OpenAI-compatible endpoint compares
+    a client's history with (``chatmem.turns.history_match``)."""
+
+    id: str
+    role: str
+    content: str
+    tool_call_id: str | None
+    meta: dict[str, Any] | None
+
+
+def shown_messages(session: Session | Connection, conversation_id: str) -> list[ShownMessage]:
+    """The conversation's shown messages (no hidden version, PROJ-3), in order."""
+    rows = connection_of(session).execute(
+        select(Message.id, Message.role, Message.content, Message.tool_call_id, Message.meta)
+        .where(Message.conversation_id == conversation_id, SHOWN)
+        .order_by(Message.seq)
+    )
+    return [ShownMessage(*row) for row in rows]

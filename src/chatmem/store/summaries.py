@@ -15,11 +15,18 @@ caller's lookups (:func:`chatmem.store.conversations.owned_conversation`, STORE-
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NothingToCompress
-from chatmem.store.conversations import create_conversation
+from chatmem.store.conversations import (
+    ConversationRecord,
+    conversation_record,
+    create_conversation,
+)
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import TOKEN_COLUMNS, Conversation, Summary
@@ -39,17 +46,57 @@ NO_SUMMARY_TO_CONTINUE = (
 )
 
 
-def newest_summary(session: Session, conversation_id: str) -> Summary | None:
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """One stored summary version, as read."""
+
+    id: str
+    conversation_id: str
+    version: int
+    first_message_id: str | None
+    through_message_id: str | None
+    message_count: int
+    text: str
+    focus: str | None
+    cost: float
+    model: str | None
+    tokens_estimate: int
+    tokens_o200k: int
+    tokens_cl100k: int
+    created_at: datetime
+
+
+def _record(row: Summary) -> SummaryRecord:
+    return SummaryRecord(
+        row.id,
+        row.conversation_id,
+        row.version,
+        row.first_message_id,
+        row.through_message_id,
+        row.message_count,
+        row.text,
+        row.focus,
+        row.cost,
+        row.model,
+        row.tokens_estimate,
+        row.tokens_o200k,
+        row.tokens_cl100k,
+        row.created_at,
+    )
+
+
+def newest_summary(session: Session, conversation_id: str) -> SummaryRecord | None:
     """The current (highest) version, or None when the conversation has no summary."""
-    return session.scalars(
+    row = session.scalars(
         select(Summary)
         .where(Summary.conversation_id == conversation_id)
         .order_by(Summary.version.desc())
         .limit(1)
     ).first()
+    return _record(row) if row is not None else None
 
 
-def is_edited(summary: Summary) -> bool:
+def is_edited(summary: SummaryRecord) -> bool:
     return summary.model == EDITED_BY_USER
 
 
@@ -62,7 +109,7 @@ def checked_text(text: str) -> str:
     return text
 
 
-def edit_summary(session: Session, conversation: Conversation, text: str) -> Summary:
+def edit_summary(session: Session, conversation: ConversationRecord, text: str) -> SummaryRecord:
     """A new version with the user's text over the same messages as the current one."""
     text = checked_text(text)
     current = newest_summary(session, conversation.id)
@@ -83,7 +130,7 @@ def edit_summary(session: Session, conversation: Conversation, text: str) -> Sum
     )
     session.add(edited)
     session.flush()
-    return edited
+    return _record(edited)
 
 
 def add_summary(
@@ -131,7 +178,7 @@ def _continued_title(title: str) -> str:
 
 def continue_in_new_conversation(
     session: Session, user: User, source: Conversation, limits: Limits
-) -> Conversation:
+) -> ConversationRecord:
     """The new conversation, starting from ``source``'s current summary."""
     summary = newest_summary(session, source.id)
     if summary is None:
@@ -168,4 +215,4 @@ def continue_in_new_conversation(
         )
     )
     session.flush()
-    return continued
+    return conversation_record(continued)

@@ -35,22 +35,22 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
+from chatmem.store.conversations import ConversationRecord, touch_conversation
 from chatmem.store.engine import SHOWN
+from chatmem.store.messages import MessageRecord
 from chatmem.store.tables.conversations import (
-    Conversation,
     File,
     Message,
     MessageVersion,
     Summary,
 )
 from chatmem.store.tables.runs import Run
-from chatmem.store.types import utcnow
 
 ANSWER = "answer"
 QUESTION = "question"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VersionOf:
     """Where a message stands among its slot's versions (1-based ``index`` of ``count``)."""
 
@@ -58,14 +58,20 @@ class VersionOf:
     index: int
     count: int
 
-    def public(self) -> dict[str, Any]:
-        return {"version": self.index, "versions": self.count, "version_kind": self.kind}
+
+@dataclass(frozen=True, slots=True)
+class FailedTurn:
+    """A question's last turn failed: its run and the error it stored."""
+
+    run_id: str
+    code: str
+    message: str
 
 
 # -- reading ---------------------------------------------------------------------------------
 
 
-def _shown_message(session: Session, conversation: Conversation, message_id: str) -> Message:
+def _shown_message(session: Session, conversation: ConversationRecord, message_id: str) -> Message:
     row = session.scalars(
         select(Message).where(
             Message.id == message_id, Message.conversation_id == conversation.id, SHOWN
@@ -86,7 +92,7 @@ def last_question(session: Session, conversation_id: str) -> Message | None:
     ).first()
 
 
-def question_of(session: Session, message: Message) -> Message | None:
+def question_of(session: Session, message: Message | MessageRecord) -> Message | None:
     """The shown question a shown message answers (None before the first question)."""
     return session.scalars(
         select(Message)
@@ -150,7 +156,7 @@ def conversation_versions(session: Session, conversation_id: str) -> list[Messag
     )
 
 
-def version_map(session: Session, rows: Sequence[Message]) -> dict[str, VersionOf]:
+def version_map(session: Session, rows: Sequence[MessageRecord]) -> dict[str, VersionOf]:
     """For the messages ``rows`` (one conversation, in ``seq`` order, shown and hidden
     alike): where each stands among its slot's versions, for those in a slot of two or
     more versions."""
@@ -188,7 +194,7 @@ def version_map(session: Session, rows: Sequence[Message]) -> dict[str, VersionO
     return out
 
 
-def failed_turns(session: Session, conversation_id: str) -> dict[str, dict[str, Any]]:
+def failed_turns(session: Session, conversation_id: str) -> dict[str, FailedTurn]:
     """Question id -> the error of its last turn, for questions whose last turn failed
     (shown in place with Retry, from the stored run)."""
     failed = session.execute(
@@ -207,11 +213,9 @@ def failed_turns(session: Session, conversation_id: str) -> dict[str, dict[str, 
     ):
         latest[question_id] = run_id
     return {
-        r.user_message_id: {
-            "run_id": r.id,
-            "code": r.error_code or "error",
-            "message": r.error_message or "The turn failed.",
-        }
+        r.user_message_id: FailedTurn(
+            r.id, r.error_code or "error", r.error_message or "The turn failed."
+        )
         for r in failed
         if r.user_message_id and latest.get(r.user_message_id) == r.id
     }
@@ -303,12 +307,12 @@ def _show_answer(session: Session, question: Message) -> None:
             _set_hidden(session, row.message_ids, False)
 
 
-def _touch(conversation: Conversation) -> None:
+def _touch(session: Session, conversation: ConversationRecord) -> None:
     # The plan version (the context endpoint's cache key) follows the conversation's row.
-    conversation.updated_at = utcnow()
+    touch_conversation(session, conversation.id)
 
 
-def begin_regenerate(session: Session, conversation: Conversation, message_id: str) -> str:
+def begin_regenerate(session: Session, conversation: ConversationRecord, message_id: str) -> str:
     """Puts the last answer away as a version (``message_id``: the last question or a
     message of its answer) and returns the question to answer again; the new turn's answer
     is the slot's new shown version."""
@@ -328,7 +332,7 @@ def begin_regenerate(session: Session, conversation: Conversation, message_id: s
                 message_ids=[],
             )
         )
-    _touch(conversation)
+    _touch(session, conversation)
     session.flush()
     return question.id
 
@@ -343,7 +347,7 @@ class Edit:
     files: tuple[str, ...] = ()
 
 
-def begin_edit(session: Session, conversation: Conversation, message_id: str) -> Edit:
+def begin_edit(session: Session, conversation: ConversationRecord, message_id: str) -> Edit:
     """Hides the last question and its answer as a version of the question's slot; the
     caller stores the new question and calls :func:`finish_edit`."""
     target = _shown_message(session, conversation, message_id)
@@ -378,7 +382,7 @@ def begin_edit(session: Session, conversation: Conversation, message_id: str) ->
             .values(message_id=None)
             .execution_options(synchronize_session="fetch")
         )
-    _touch(conversation)
+    _touch(session, conversation)
     session.flush()
     return Edit(slot, number, files)
 
@@ -428,7 +432,7 @@ def _move_files(session: Session, sources: Sequence[str], question_id: str) -> N
 
 
 def switch(
-    session: Session, conversation: Conversation, message_id: str, index: int
+    session: Session, conversation: ConversationRecord, message_id: str, index: int
 ) -> dict[str, Any]:
     """Shows version ``index`` (1-based) of the slot the shown message ``message_id``
     belongs to: its question's versions for a question, its answer's for an answer."""
@@ -455,14 +459,14 @@ def switch(
             target.shown = True
             _set_hidden(session, target.message_ids, False)
             rows = remaining
-        _touch(conversation)
+        _touch(session, conversation)
         session.flush()
     return {"kind": kind, "version": rows.index(target) + 1, "versions": len(rows)}
 
 
 def _switch_question(
     session: Session,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     rows: Sequence[MessageVersion],
     target: MessageVersion,
 ) -> None:

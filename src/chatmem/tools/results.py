@@ -29,6 +29,7 @@ from typing import Any
 
 from chatmem.settings import Settings
 from chatmem.store.files import add_attachments
+from chatmem.store.messages import store_message
 from chatmem.store.sessions import Session
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -186,7 +187,5 @@ def store_tool_message(
 ) -> tuple[str, list[dict[str, Any]]]:
     """The tool message and its attachments, in one transaction (the placeholder never
     names a file that was not stored)."""
-    from chatmem.turns.inputs import store_message
-
     message_id = store_message(session, conversation_id, "tool", content, settings, meta, extra)
     return message_id, add_attachments(session, conversation_id, message_id, attachments)

@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import Any, cast
 
 import orjson
-from sqlalchemy.orm import Session
 
 from chatmem import context as engine
 from chatmem.context.recall import recall_enabled, with_recall
@@ -29,6 +28,7 @@ from chatmem.settings import Settings
 from chatmem.store.db import connection_of
 from chatmem.store.engine import load_engine_conversation, plan_version
 from chatmem.store.profiles import visible_profile
+from chatmem.store.sessions import Session
 from chatmem.store.versions import hidden_ids
 from chatmem.turns.answerer import Answerer, planned_answerer
 from chatmem.turns.inputs import (

@@ -35,13 +35,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, select
-from sqlalchemy.orm import Session
-
 from chatmem.context.values import ToolCall
-from chatmem.store.db import connection_of
-from chatmem.store.engine import SHOWN
-from chatmem.store.tables.conversations import Message
+from chatmem.store.messages import shown_messages
+from chatmem.store.sessions import Handle
 
 #: ``meta`` key marking a tool message as a client's tool result (it was sent, not made).
 CLIENT_TOOL = "client_tool"
@@ -123,14 +119,6 @@ def client_view(rows: Sequence[Any]) -> StoredView:
     return StoredView(tuple(view), last_user)
 
 
-_ROWS = (Message.id, Message.role, Message.content, Message.tool_call_id, Message.meta)
-
-
-def stored_view(session: Session | Connection, conversation_id: str) -> StoredView:
+def stored_view(session: Handle, conversation_id: str) -> StoredView:
     """The conversation's messages as its client saw them (see :func:`client_view`)."""
-    rows = connection_of(session).execute(
-        select(*_ROWS)
-        .where(Message.conversation_id == conversation_id, SHOWN)  # what the client was shown
-        .order_by(Message.seq)
-    )
-    return client_view(list(rows))
+    return client_view(shown_messages(session, conversation_id))

@@ -16,16 +16,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import update
-from sqlalchemy.orm import Session
-
 from chatmem.errors import InvalidInput, NotFound
-from chatmem.store.conversations import create_conversation, owned_conversation_row
+from chatmem.store.conversations import (
+    ConversationRecord,
+    create_conversation_as,
+    owned_conversation_row,
+    set_conversation_profile,
+)
 from chatmem.store.messages import insert_message
 from chatmem.store.profiles import AUTO_PROFILE, visible_profile, visible_profiles
 from chatmem.store.quotas import Limits
-from chatmem.store.tables.accounts import User
-from chatmem.store.tables.conversations import Conversation
+from chatmem.store.sessions import Session
 from chatmem.turns.admission import MAX_CONTENT_CHARS, Admission, Admitted
 from chatmem.turns.history_match import CLIENT_TOOL, Said, match_history, stored_view
 from chatmem.turns.inputs import TurnInputs
@@ -91,7 +92,7 @@ def admit_history(
     profile_id = find_profile(session, user_id, model)
     new: Sequence[Said] = messages
     last_user: str | None = None
-    source: Conversation | None = None
+    source: ConversationRecord | None = None
     target = fresh
     if conversation_id is not None:
         source = owned_conversation_row(session, user_id, conversation_id)
@@ -101,12 +102,9 @@ def admit_history(
         if not match.diverged:
             target, last_user = conversation_id, view.last_user_id
     if target == fresh:
-        user = session.get(User, user_id)
-        if user is None:  # pragma: no cover - tokens cascade with their user
-            raise NotFound("user")
-        create_conversation(
+        create_conversation_as(
             session,
-            user,
+            user_id,
             limits,
             title=source.title if source is not None else "",
             mode=source.mode if source is not None else "full",
@@ -116,9 +114,7 @@ def admit_history(
             conversation_id=fresh,
         )
     elif source is not None and source.profile_id != profile_id:
-        session.execute(
-            update(Conversation).where(Conversation.id == target).values(profile_id=profile_id)
-        )
+        set_conversation_profile(session, target, profile_id)
     session.flush()
     ask = new[-1] if new and new[-1].role == "user" else None
     for said in new[:-1] if ask is not None else new:

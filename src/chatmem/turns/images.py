@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Connection
-from sqlalchemy.orm import Session
-
 from chatmem.context.images import IMAGE_REF
 from chatmem.store.images import data_urls
+from chatmem.store.sessions import Handle
 
 
 def _refs(messages: Any) -> list[str]:
@@ -30,7 +28,7 @@ def _refs(messages: Any) -> list[str]:
     return found
 
 
-def inline_images(session: Session | Connection, plan: Any) -> Any:
+def inline_images(session: Handle, plan: Any) -> Any:
     """``plan`` with every image reference replaced by the image's data URL (the plan itself
     when it sends no image).  A reference whose file is gone becomes a short text part."""
     refs = _refs(plan.messages)

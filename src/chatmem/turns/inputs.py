@@ -16,29 +16,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from sqlalchemy import Connection
-from sqlalchemy.orm import Session
-
 from chatmem import context as engine
 from chatmem.context.history import CountedMessages
 from chatmem.context.recall import recall_enabled, with_recall
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import Mode, Prices, Profile
-from chatmem.errors import InvalidInput, NotFound
+from chatmem.errors import NotFound
 from chatmem.models import profiles
 from chatmem.models.client import ModelEndpoint
-from chatmem.settings import Settings
 from chatmem.store import ledger
 from chatmem.store.db import connection_of
 from chatmem.store.engine import StepConversation, load_engine_conversation, step_conversation
-from chatmem.store.messages import insert_message
 from chatmem.store.profiles import (
     AUTO_PROFILE,
     ProfileRecord,
     auto_planning_profile,
     visible_profile,
 )
-from chatmem.store.quotas import Limits
+from chatmem.store.sessions import Connection, Session
 from chatmem.turns.images import inline_images
 
 
@@ -394,26 +389,3 @@ def load_inputs(
         recall_by_default=recall and row.recall is None and target.recall is None,
         answered={**answered, "profile_id": target.profile_id} if answered is not None else None,
     )
-
-
-def store_message(
-    session: Session | Connection,
-    conversation_id: str,
-    role: str,
-    content: str,
-    settings: Settings,
-    meta: dict[str, Any] | None,
-    extra: dict[str, Any],
-) -> str:
-    message_id = insert_message(
-        session,
-        conversation_id,
-        role,
-        content,
-        limits=Limits.from_settings(settings),
-        meta=meta,
-        **extra,
-    )
-    if message_id is None:
-        raise InvalidInput("The conversation was deleted while the turn ran.")
-    return message_id

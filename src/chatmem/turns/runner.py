@@ -55,6 +55,7 @@ from chatmem.settings import Settings
 from chatmem.store import runs, tool_calls
 from chatmem.store.db import Database
 from chatmem.store.ledger import record_usage
+from chatmem.store.messages import store_message
 from chatmem.store.profiles import turn_recall_off
 from chatmem.store.sessions import Session
 from chatmem.store.types import new_id
@@ -73,7 +74,6 @@ from chatmem.turns.inputs import (
     learn_overflow,
     load_inputs,
     raw_estimate,
-    store_message,
 )
 from chatmem.turns.journal import EventJournal
 from chatmem.turns.metering import bound_tool_result, counted_answer

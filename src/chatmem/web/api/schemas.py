@@ -13,9 +13,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chatmem.bounds import MAX_INT
-from chatmem.store.summaries import is_edited
+from chatmem.store.conversations import ConversationRecord, FolderRecord
+from chatmem.store.files import FileRecord
+from chatmem.store.messages import MessageRecord
+from chatmem.store.summaries import SummaryRecord, is_edited
 from chatmem.store.tables.accounts import User
-from chatmem.store.tables.conversations import Conversation, File, Folder, Message, Summary
+from chatmem.store.tables.conversations import Conversation, File, Folder, Message
 from chatmem.store.types import INTEGER_MAX, iso
 
 
@@ -63,11 +66,13 @@ def evicted_public(user: User) -> dict[str, int]:
     return {"conversations": user.evicted_conversations, "messages": user.evicted_messages}
 
 
-def folder_public(folder: Folder) -> dict[str, Any]:
+def folder_public(folder: Folder | FolderRecord) -> dict[str, Any]:
     return {"id": folder.id, "name": folder.name, "created_at": iso(folder.created_at)}
 
 
-def conversation_public(conversation: Conversation, **extra: Any) -> dict[str, Any]:
+def conversation_public(
+    conversation: Conversation | ConversationRecord, **extra: Any
+) -> dict[str, Any]:
     return {
         "id": conversation.id,
         "title": conversation.title,
@@ -90,7 +95,9 @@ def conversation_public(conversation: Conversation, **extra: Any) -> dict[str, A
     }
 
 
-def message_public(message: Message, tokens_column: str, status: str | None) -> dict[str, Any]:
+def message_public(
+    message: Message | MessageRecord, tokens_column: str, status: str | None
+) -> dict[str, Any]:
     return {
         "id": message.id,
         "seq": message.seq,
@@ -111,7 +118,7 @@ def message_public(message: Message, tokens_column: str, status: str | None) -> 
     }
 
 
-def summary_public(summary: Summary, tokens_column: str) -> dict[str, Any]:
+def summary_public(summary: SummaryRecord, tokens_column: str) -> dict[str, Any]:
     return {
         "id": summary.id,
         "version": summary.version,
@@ -128,7 +135,7 @@ def summary_public(summary: Summary, tokens_column: str) -> dict[str, Any]:
 
 
 def file_public(
-    file: File,
+    file: File | FileRecord,
     tokens_column: str = "tokens_estimate",
     status: str | None = None,
     *,

@@ -165,9 +165,9 @@ INLINE_TYPES = frozenset(
 def file_content(file_id: str, user: CurrentUser, session: DbSession) -> Response:
     """The file's bytes: a binary attachment as stored with its media type, a text file as
     UTF-8 text.  404 for anyone but the conversation's owner (STORE-1)."""
-    row = store_files.owned_file(session, user, file_id)
-    if row.data is not None:
-        body, mime = row.data, (row.mime or "application/octet-stream").lower()
+    row, data = store_files.owned_file_data(session, user, file_id)
+    if data is not None:
+        body, mime = data, (row.mime or "application/octet-stream").lower()
     else:
         body, mime = row.content.encode("utf-8"), "text/plain"
     base = mime.split(";", 1)[0].strip()
@@ -192,7 +192,4 @@ def file_content(file_id: str, user: CurrentUser, session: DbSession) -> Respons
 def change_file_state(
     file_id: str, body: FileUpdate, user: CurrentUser, session: DbSession
 ) -> dict[str, Any]:
-    row = store_files.owned_file(session, user, file_id)
-    row.state = store_files.check_state(body.state)
-    session.flush()
-    return file_public(row)
+    return file_public(store_files.set_file_state(session, user, file_id, body.state))

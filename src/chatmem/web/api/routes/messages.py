@@ -25,9 +25,7 @@ from chatmem.web.api.schemas import (
     summary_public,
 )
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
-
-#: The version fields of a message that has no other version (PROJ-3).
-SINGLE = {"version": 1, "versions": 1, "version_kind": None}
+from chatmem.web.views.versions import failure_public, version_public
 
 router = APIRouter(prefix="/api/v1/conversations/{conversation_id}/messages", tags=["messages"])
 
@@ -74,9 +72,9 @@ def list_messages(
         "items": [
             {
                 **message_public(m, column, "hidden" if m.hidden else status.get(m.id)),
-                **(places[m.id].public() if m.id in places else SINGLE),
+                **version_public(places.get(m.id)),
                 "hidden": m.hidden,
-                "error": failures.get(m.id) if not m.hidden else None,
+                "error": failure_public(failures.get(m.id)) if not m.hidden else None,
             }
             for m in rows
         ],

@@ -20,7 +20,6 @@ from chatmem.store import summaries
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.quotas import Limits
 from chatmem.store.sessions import Session
-from chatmem.store.tables.conversations import Summary
 from chatmem.web.api.routes.turns import UserId, turn_service
 from chatmem.web.api.schemas import Body, conversation_public, summary_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
@@ -32,7 +31,7 @@ class SummaryEdit(Body):
     text: str = Field(max_length=summaries.MAX_SUMMARY_CHARS)
 
 
-def _public(summary: Summary) -> dict[str, Any]:
+def _public(summary: summaries.SummaryRecord) -> dict[str, Any]:
     # The estimate column: the summary's size, whatever tokenizer the profile uses.
     return summary_public(summary, "tokens_estimate")
 
