@@ -12,6 +12,7 @@ contract. Static reading only (``ast``); nothing is imported.
 from __future__ import annotations
 
 import ast
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -71,7 +72,8 @@ def main(src: Path) -> None:
                         n.value for n in ast.walk(node.returns) if isinstance(n, ast.Constant)
                         and isinstance(n.value, str)
                     }  # fmt: skip
-                    if any(o in str(named) for o in orm) and not node.name.startswith("_"):
+                    words = {w for n in named for w in re.findall(r"\w+", n)}
+                    if words & orm and not node.name.startswith("_"):
                         orm_returns.append(f"{rel}:{node.name}")
                 for arg in [*node.args.args, *node.args.kwonlyargs]:
                     ann = ast.unparse(arg.annotation) if arg.annotation else ""
