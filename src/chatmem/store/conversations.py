@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -392,7 +393,9 @@ def _list_statement(search: str | None, folder: bool, cursor: bool, offset: bool
     ).limit(bindparam("list_limit", type_=Integer()))
     if offset:
         stmt = stmt.offset(bindparam("list_offset", type_=BigInteger()))
-    return stmt
+    # The record's columns, not ORM objects: a page is read once and handed out frozen.
+    record_columns = [getattr(entity, field.name) for field in dataclass_fields(ConversationRecord)]
+    return stmt.with_only_columns(*record_columns, maintain_column_froms=True)
 
 
 def list_conversations(
@@ -427,7 +430,7 @@ def list_conversations(
         values.update(found)
         search = session.get_bind().dialect.name
     stmt = _list_statement(search, folder_id is not None, bool(cursor), bool(offset))
-    rows = [conversation_record(row) for row in session.scalars(stmt, values)]
+    rows = [ConversationRecord(*row) for row in session.execute(stmt, values)]
     more = len(rows) > limit
     rows = rows[:limit]
     return Page(rows, encode_cursor(rows[-1]) if more and rows else None)
