@@ -2,7 +2,9 @@
 
 :class:`SecurityHeadersMiddleware` gives every HTTP response (pages, API, static files,
 errors) a strict Content-Security-Policy — scripts, styles and connections from this origin
-only, no inline script or style attribute, no plugins, no ``<base>``, never framed — with
+only, no inline script or style attribute, no plugins, no ``<base>``, frames only of this
+site (the chat page frames ``/apps/sandbox``, the one page that may be framed: APPS-2), never
+framed — with
 ``X-Frame-Options: DENY`` for old browsers, ``X-Content-Type-Options: nosniff``,
 ``Referrer-Policy: same-origin`` and, with ``CHATMEM_SECURE_COOKIES=1`` (the site is served
 over HTTPS), ``Strict-Transport-Security``.  A response that sets its own policy keeps it
@@ -42,7 +44,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "object-src 'none'",
         "base-uri 'none'",
         "form-action 'self'",
-        "frame-src 'none'",
+        "frame-src 'self'",
         "frame-ancestors 'none'",
     ]
 )

@@ -233,6 +233,22 @@
     }
   }
 
+  /* APPS-3: an app's ui/message — the user's next message, as a normal turn that says it
+     came from the app (`app_tool_call_id`).  Refused while a turn runs. */
+  async function sendFromApp(text, fromApp) {
+    await ready;
+    if (!state.conversation || state.run) throw new Error(t("A turn is already running in this chat."));
+    hideError();
+    try {
+      const started = await api("POST", convPath("/turns"), { content: text, app_tool_call_id: fromApp.tool_call_id }, { headers: { "Idempotency-Key": newKey() } });
+      feed.appendLocal("user", text, { from_app: fromApp });
+      follow(started.run_id || started.id, false);
+    } catch (err) {
+      handleTurnError(err);
+      throw err;
+    }
+  }
+
   function follow(runId, reopening) {
     state.run = runId;
     setRunning(true);
@@ -249,7 +265,10 @@
       tool_call(data) { live.addToolCall(data.tool_call || data); },
       // PROV-6: an "ask first" call waits for Approve or Refuse (then the decision shows).
       approval(data) { live.addApproval(data, runId); },
-      tool_result(data) { live.addToolResult(data); },
+      tool_result(data) {
+        live.addToolResult(data);
+        if (window.chatmem.apps && data.tool_call_id) window.chatmem.apps.settle(data.tool_call_id); // APPS-1
+      },
       // CTX-10, CTX-21: progress while the memory folds, then the marker; the stored summary
       // replaces it when the run ends (finishRun reloads the messages).
       compaction(data) { feed.showCompaction(data); },
@@ -267,6 +286,7 @@
       showConversation(c);
       await loadMessages();
     } catch (_) { /* keep what is on screen */ }
+    if (window.chatmem.apps) window.chatmem.apps.settle(); // a stopped call's app hears it
     await memory.refresh();
     sidebar.reload();
     if (data && data.status === "stopped") toast(t("Stopped. What was completed is kept."));
@@ -468,5 +488,5 @@
     else { memory.setConversation(""); applyProfile(); restoreDraft(); draft.focus(); }
   })().catch((err) => { toast(err.message); });
 
-  window.chatmem.chat = { state, send, follow, reload: loadMessages };
+  window.chatmem.chat = { state, send, sendFromApp, follow, reload: loadMessages };
 })();

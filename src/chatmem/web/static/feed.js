@@ -61,6 +61,20 @@
     ]);
   }
 
+  /* A tool call's box and, when its tool has an app, the app's slot under it (APPS-1). */
+  function callBoxes(call) {
+    const slot = window.chatmem.apps ? window.chatmem.apps.slot(call) : null;
+    return slot ? [toolCallBox(call), slot] : [toolCallBox(call)];
+  }
+
+  function attachApps(root) {
+    if (window.chatmem.apps) window.chatmem.apps.attach(root);
+  }
+
+  function pruneApps() {
+    if (window.chatmem.apps) window.chatmem.apps.prune();
+  }
+
   function toolResultBox(text, name) {
     return el("details", { class: "tool-box tool-result" }, [
       el("summary", { text: name ? t("Tool result: {name}", { name }) : t("Tool result") }),
@@ -207,10 +221,14 @@
     } else if (m.role === "assistant") {
       if (m.content) setText(node, formattedBox(node), m.content, false);
       if (m.reasoning) reasoningBox(node, m.reasoning, false);
-      for (const call of m.tool_calls || []) content.append(toolCallBox(call));
+      for (const call of m.tool_calls || []) content.append(...callBoxes(call));
     } else {
       if (m.content) content.append(document.createTextNode(m.content));
-      for (const call of m.tool_calls || []) content.append(toolCallBox(call));
+      for (const call of m.tool_calls || []) content.append(...callBoxes(call));
+    }
+    if (m.from_app) {
+      // APPS-3: a message an app sent (ui/message) says so.
+      node.querySelector(".role").after(el("span", { class: "badge from-app", text: t("Sent by the app {tool}", { tool: m.from_app.tool || "" }) }));
     }
     const note = answeredNote(m.answered_by);
     if (note) content.after(el("p", { class: "answered-by muted small", text: note }));
@@ -467,6 +485,7 @@
     const from = Math.max(0, state.firstRendered - RENDER_STEP);
     const before = feed.scrollHeight;
     renderRange(from, state.firstRendered, "prepend");
+    attachApps(list);
     state.firstRendered = from;
     feed.scrollTop += feed.scrollHeight - before; // keep the reader where they were
     older.hidden = state.firstRendered === 0;
@@ -489,9 +508,14 @@
     state.summary = summary || null;
     state.nodes.clear();
     state.liveNode = null; state.progress = null;
-    list.replaceChildren();
+    // The new messages go after the old ones, running apps move into their new places, and
+    // only then do the old ones go: an app keeps running across a reload of the feed.
+    const stale = Array.from(list.childNodes);
     state.firstRendered = Math.max(0, messages.length - RENDER_STEP);
     renderRange(state.firstRendered, messages.length, "append");
+    attachApps(Array.from(list.childNodes).slice(stale.length));
+    for (const node of stale) node.remove();
+    pruneApps();
     older.hidden = state.firstRendered === 0;
     emptyBox.hidden = messages.length > 0;
     placeMarker();
@@ -513,10 +537,11 @@
 
   function nearEnd() { return feed.scrollHeight - feed.scrollTop - feed.clientHeight < 120; }
 
-  /* A message typed here, shown before the server has stored it. */
-  function appendLocal(role, text) {
+  /* A message typed here (or sent by an app: `extra.from_app`), shown before the server has
+     stored it. */
+  function appendLocal(role, text, extra) {
     emptyBox.hidden = true;
-    const m = { id: "", role, content: text };
+    const m = Object.assign({ id: "", role, content: text }, extra || {});
     const node = renderMessage(m);
     list.append(node);
     scrollToEnd();
@@ -547,7 +572,8 @@
         follow();
       },
       addToolCall(call) {
-        node.querySelector(".content").append(toolCallBox(call));
+        node.querySelector(".content").append(...callBoxes(call));
+        attachApps(node);
         follow();
       },
       addApproval(data, runId) { approvalBox(node, data, runId); follow(); },
@@ -582,6 +608,7 @@
     state.all = []; state.status = {}; state.summary = null; state.nodes.clear();
     state.liveNode = null; state.progress = null;
     list.replaceChildren(); older.hidden = true; emptyBox.hidden = false;
+    pruneApps();
   }
 
   older.addEventListener("click", renderOlder);

@@ -8,21 +8,20 @@ do a script can do too.  :func:`install_ui` is the one call ``create_app`` makes
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from chatmem.web.i18n import languages
+from chatmem.web.ui.assets import STATIC_DIR
 from chatmem.web.ui.routes import router
-
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+from chatmem.web.ui.sandbox import router as sandbox_router
 
 
 def install_ui(app: FastAPI) -> None:
     """Add the HTML pages and mount the static assets at ``/static``."""
     languages()  # PROJ-4: the catalogs are read (and a broken one fails) at start
     app.include_router(router)
+    app.include_router(sandbox_router)  # APPS-2: the outer frame of MCP Apps
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
 

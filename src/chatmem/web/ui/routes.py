@@ -31,22 +31,16 @@ from chatmem.store import accounts
 from chatmem.web.api.routes.auth import sign_in
 from chatmem.web.i18n import DEFAULT_LOCALE, LANGUAGE_NAMES, Language, languages
 from chatmem.web.security import posted_from_this_site, safe_next_path
+from chatmem.web.ui.assets import APP_BRIDGE, app_bridge_integrity, static_url
 from chatmem.web.ui.session import Viewer, page_language, viewer_of
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
-
-
-def _static_url(name: str) -> str:
-    """``/static/name?v=…`` so a new release is never served a stale cached script."""
-    path = STATIC_DIR / name
-    stamp = int(path.stat().st_mtime) if path.exists() else 0
-    return f"/static/{name}?v={__version__}.{stamp}"
-
-
-templates.env.globals["static"] = _static_url
+templates.env.globals["static"] = static_url
+# APPS-1: the chat page names the bridge apps.js loads, with its integrity.
+templates.env.globals["app_bridge"] = lambda: (static_url(APP_BRIDGE), app_bridge_integrity())
+templates.env.globals["chatmem_version"] = __version__
 
 
 def _language(context: Context) -> Language:
