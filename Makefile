@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint fuzz install clean i18n
+.PHONY: run test bench lint fuzz install clean i18n mcp-examples vendor-app-bridge
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -58,6 +58,16 @@ i18n: $(STAMP)
 		$(BIN)/pybabel update -i $(LOCALES_DIR)/messages.pot -d $(LOCALES_DIR) -l $$lang \
 			--no-fuzzy-matching --ignore-obsolete || exit 1; \
 	done
+
+# Issue 28: the npm MCP servers with apps the browser tests run (tests/ui/test_apps_npm.py),
+# pinned by tests/support/npm/package-lock.json, into ~/.cache/chatmem/mcp-examples
+# (MCP_EXAMPLES_DIR=… elsewhere).  Needs Node 20 and npm; chatmem itself does not.
+mcp-examples:
+	scripts/install_mcp_examples.sh
+
+# The MCP Apps bridge in static/vendor, rebuilt from its npm packages (static/vendor/SOURCES.md).
+vendor-app-bridge:
+	scripts/vendor_app_bridge.sh
 
 clean:
 	rm -rf $(VENV) $(PEERS) .chatmem .pytest_cache

@@ -373,7 +373,7 @@
       if (entry.isIntersecting) { visible.add(entry.target); fill(entry.target); }
       else visible.delete(entry.target);
     }
-  }, { rootMargin: "600px 0px" }) : null;
+  }, { root: document.getElementById("feed"), rootMargin: "600px 0px" }) : null;
 
   function fill(slot) {
     if (!slot.isConnected) return;
