@@ -184,7 +184,7 @@
       if (!view.started || !view.bridge || view.delivered) return;
       if (CANCELLED.has(info.status)) {
         view.delivered = true;
-        view.bridge.sendToolCancelled({ reason: info.status === "refused" ? "refused by the user" : "stopped" });
+        view.bridge.sendToolCancelled({ reason: info.status === "refused" ? "refused" : "stopped" });
       } else if (info.result || info.status === "completed" || info.status === "failed") {
         view.delivered = true;
         view.bridge.sendToolResult(resultOf(info));
@@ -368,7 +368,7 @@
   }
 
   const visible = new Set();
-  const observer = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
+  const observer = typeof IntersectionObserver === "function" ? new IntersectionObserver((entries) => {
     for (const entry of entries) {
       if (entry.isIntersecting) { visible.add(entry.target); fill(entry.target); }
       else visible.delete(entry.target);
