@@ -30,6 +30,12 @@
   const views = new Map(); // tool_call_id → view
   let bridgeScript = null;
 
+  /* The Live Workspace (workspace.js), when this server keeps one. */
+  function workspace() {
+    const ws = window.chatmem.workspace;
+    return ws && ws.supported() ? ws : null;
+  }
+
   function maxHeight() { return Math.round(Math.max(240, Math.min(900, window.innerHeight * 0.8))); }
 
   /* The bridge, once per page, checked against the integrity the page names. */
@@ -203,7 +209,7 @@
 
     function drawBar() {
       bar.replaceChildren(el("span", { class: "app-name small muted", text: t("App: {tool}", { tool: view.info.tool || "" }) }), el("span", { class: "spacer" }));
-      const ws = window.chatmem.workspace;
+      const ws = workspace();
       if (view.mode === "inline" && ws) bar.append(el("button", { type: "button", class: "link-button", text: t("Open in workspace"), onclick: () => ws.open(id) }));
       if (view.mode !== "fullscreen" && view.bridge) bar.append(el("button", { type: "button", class: "link-button", text: t("Full screen"), onclick: () => view.setMode("fullscreen") }));
       if (view.mode === "fullscreen") bar.append(el("button", { type: "button", class: "link-button", text: t("Exit full screen"), onclick: () => view.setMode(view.fallbackMode) }));
@@ -212,7 +218,7 @@
     /* inline | fullscreen | pip (the Live Workspace, workspace.js): the mode actually set.
        Leaving full screen goes back to where the app was (the feed or the workspace). */
     view.setMode = function setMode(mode) {
-      const ws = window.chatmem.workspace;
+      const ws = workspace();
       if (mode === "fullscreen") {
         if (view.mode !== "fullscreen") { view.fallbackMode = view.mode; view.show("fullscreen"); }
         return "fullscreen";
@@ -250,7 +256,7 @@
         locale: document.documentElement.lang || "en",
         timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
         displayMode: view.mode,
-        availableDisplayModes: window.chatmem.workspace ? ["inline", "fullscreen", "pip"] : ["inline", "fullscreen"],
+        availableDisplayModes: workspace() ? ["inline", "fullscreen", "pip"] : ["inline", "fullscreen"],
         containerDimensions: fixed ? { width, height: Math.round(box.clientHeight || window.innerHeight) } : { width, maxHeight: maxHeight() },
         platform: narrow.matches ? "mobile" : "web",
         userAgent: "chatmem/" + (layout.dataset.version || ""),

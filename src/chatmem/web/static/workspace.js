@@ -21,6 +21,7 @@
   let conversationId = "";
   let current = null;
   let offers = null;
+  let supported = false; // the server keeps a workspace with its conversations
 
   const path = (suffix) => "/api/v1/conversations/" + encodeURIComponent(conversationId) + suffix;
 
@@ -53,7 +54,7 @@
   }
 
   async function open(id) {
-    if (!conversationId) return;
+    if (!conversationId || !supported) return;
     if (current === id) { apps.place(apps.ensure(id), body, "pip"); return; }
     try {
       await api("PUT", path("/workspace"), { tool_call_id: id });
@@ -94,10 +95,12 @@
   document.getElementById("workspace-close").addEventListener("click", close);
   document.addEventListener("chatmem:conversation", (event) => {
     const c = event.detail || {};
+    // A server without the Live Workspace sends no `workspace` with its conversations.
+    supported = Object.prototype.hasOwnProperty.call(c, "workspace");
     if (c.id !== conversationId) { conversationId = c.id || ""; show(null); }
     show(c.workspace && c.workspace.tool_call_id ? c.workspace.tool_call_id : null);
-    loadOffers();
+    if (supported) loadOffers();
   });
 
-  window.chatmem.workspace = { open, close, current: () => current };
+  window.chatmem.workspace = { open, close, current: () => current, supported: () => supported };
 })();
