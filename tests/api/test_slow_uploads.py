@@ -35,6 +35,12 @@ from chatmem.store.tables.accounts import User
 UPLOAD_TIMEOUT = 2.0
 #: A write that takes milliseconds, measured while the trickler holds its upload open.
 WRITE_BOUND = 1.0
+#: A write during the 20,000-conversation import waits at most one of its units — and the
+#: last unit (the conversations handed to the user in one ``UPDATE``, so the import appears
+#: whole) is the longest: about 1 s on PostgreSQL on a loaded 2-core machine, where a
+#: concurrent commit also waits for that unit's WAL to reach the disk (1.21 s seen once in
+#: CI).  Written in one transaction, the import held every write for all of it (27.8 s).
+BIG_IMPORT_WRITE_BOUND = 3.0
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -265,7 +271,8 @@ def _big_export(count: int) -> bytes:
 
 def test_a_big_import_holds_no_other_write_long(server: ServeProcess) -> None:
     """20,000 conversations go in a unit of about 2,000 rows at a time: another user's
-    writes, one after the other for as long as the import runs, each wait at most a unit."""
+    writes, one after the other for as long as the import runs, each wait at most a unit
+    (:data:`BIG_IMPORT_WRITE_BOUND`)."""
     uploader, other = _client(server, "big"), _client(server, "meanwhile")
     data = _big_export(20_000)
     assert len(data) > 3 * 1024 * 1024
@@ -282,4 +289,4 @@ def test_a_big_import_holds_no_other_write_long(server: ServeProcess) -> None:
     assert response.status_code == 200, response.text[:300]
     assert response.json()["imported"] == 20_000
     assert len(latencies) >= 5, latencies  # the writes did overlap the import
-    assert max(latencies) < WRITE_BOUND, sorted(latencies)[-5:]
+    assert max(latencies) < BIG_IMPORT_WRITE_BOUND, sorted(latencies)[-5:]
