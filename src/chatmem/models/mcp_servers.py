@@ -7,12 +7,16 @@ calls :func:`connection` when it (re)connects a server's link.
 
 Each server also has its own connect and call timeouts (PROV-3; NULL: the settings), an
 allow-list of the tools offered (NULL: all) and the tools the user approves first (PROV-6).
+MCP Apps (APPS-1, APPS-2, APPS-4): whether its tools show their apps (``show_apps``), the one
+tool "Open Live Workspace" calls (``workspace_tool``: a tool of the server that has an app,
+else ``invalid_input``) and the browser permissions its apps may be granted
+(``app_permissions``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,10 +54,13 @@ def save_server(
     policy: EndpointPolicy,
     fields: Mapping[str, Any],
     row: McpServerRecord | None = None,
+    *,
+    app_tools: Collection[str] = (),
 ) -> McpServerRecord:
     """Create (``row`` None) or change a server.  ``headers``/``bearer_token`` replace the
-    stored headers when present; ``headers: null`` clears them.  Every field is checked
-    before anything is stored."""
+    stored headers when present; ``headers: null`` clears them.  ``app_tools``: the names
+    of the server's tools that have an app, the only ones ``workspace_tool`` may name.
+    Every field is checked before anything is stored."""
     creating = row is None
     if creating and (not fields.get("name") or not fields.get("url")):
         raise InvalidInput("name and url are required")
@@ -74,12 +81,38 @@ def save_server(
     for name in ("allowed_tools", "ask_first_tools"):
         if name in fields:
             values[name] = _tool_names(name, fields[name])
+    values.update(_app_fields(fields, app_tools))
     if "headers" in fields or "bearer_token" in fields:
         headers = _headers(fields)
         values["headers_ciphertext"] = (
             secrets.encrypt(json.dumps(headers), mcp_server_aad(server_id)) if headers else None
         )
     return store.save_server(session, server_id, values, creating=creating)
+
+
+#: The browser permissions an administrator may allow a server's apps (APPS-2).
+APP_PERMISSIONS = ("camera", "microphone", "geolocation", "clipboard_write")
+
+
+def _app_fields(fields: Mapping[str, Any], app_tools: Collection[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if fields.get("show_apps") is not None:
+        values["show_apps"] = bool(fields["show_apps"])
+    if "workspace_tool" in fields:
+        tool = fields["workspace_tool"]
+        if tool is not None and tool not in app_tools:
+            raise InvalidInput(
+                "workspace_tool: name a tool of this server that has an app, or null"
+            )
+        values["workspace_tool"] = tool
+    if "app_permissions" in fields:
+        asked = fields["app_permissions"]
+        if asked is not None and (
+            not isinstance(asked, list | tuple) or not set(asked) <= set(APP_PERMISSIONS)
+        ):
+            raise InvalidInput(f"app_permissions: a list of {', '.join(APP_PERMISSIONS)}")
+        values["app_permissions"] = sorted(set(asked)) if asked else None
+    return values
 
 
 #: Allowed seconds for the per-server timeouts (PROV-3).

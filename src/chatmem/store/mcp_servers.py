@@ -42,6 +42,11 @@ class McpServerRecord:
     known_tools: list[dict[str, object]] | None
     tools_listed_at: datetime | None
     created_at: datetime
+    #: APPS-1: its tools show their apps; APPS-4: its workspace tool; APPS-2: the
+    #: permissions its apps may be granted.
+    show_apps: bool
+    workspace_tool: str | None
+    app_permissions: list[str] | None
 
 
 _FIELDS: tuple[str, ...] = tuple(f.name for f in fields(McpServerRecord))

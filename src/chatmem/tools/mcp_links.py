@@ -53,14 +53,17 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 from mcp import Client
+from mcp.client import advertise
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ToolListChangedNotification
 
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.network import pinned_mcp_client
 from chatmem.store.types import iso, utcnow
+from chatmem.tools.apps import APP_MIME_TYPE, EXTENSION_ID
 from chatmem.tools.results import tool_content
 from chatmem.tools.toolbox import (
+    KnownTool,
     McpServerConfig,
     ToolBox,
     ToolOutcome,
@@ -294,6 +297,8 @@ class ServerLink:
                     streamable_http_client(config.url, http_client=http),
                     mode="legacy",
                     message_handler=self._notified,
+                    # APPS-1: chatmem renders MCP Apps (servers may send their UI only then).
+                    extensions=[advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})],
                 ) as client,
             ):
                 self._listed(await _list_tools(client))
@@ -515,6 +520,14 @@ class McpPool:
                 for link in waiting:
                     await link.settled.wait()
         return McpToolBox([link for link in links if link.ready])
+
+    def listed(self, server_id: str) -> tuple[KnownTool, ...] | None:
+        """The tools the server's session last listed, with their apps (None: no link here,
+        or it never listed)."""
+        link = self._links.get(server_id)
+        if link is None or link.health.tool_count is None:
+            return None
+        return tuple(KnownTool.of(tool) for tool in link.tools)
 
     def status(self, server_id: str) -> dict[str, Any] | None:
         """The server's health and the names of the tools it lists (None: no link here)."""

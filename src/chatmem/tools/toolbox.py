@@ -27,6 +27,7 @@ from typing import Any
 from chatmem.security.secret_box import SecretBox
 from chatmem.settings import Settings
 from chatmem.store.sessions import Handle
+from chatmem.tools.apps import ToolApp, app_of, tool_app
 from chatmem.tools.results import ToolAttachment
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,11 @@ class McpServerConfig:
     #: PROV-6: the tools offered (None: all of them), and those the user approves first.
     allowed_tools: frozenset[str] | None = None
     ask_first_tools: frozenset[str] = frozenset()
+    #: APPS-1: the server's tools show their apps; APPS-4: its workspace tool (or None);
+    #: APPS-2: the browser permissions an app of this server may be granted.
+    show_apps: bool = True
+    workspace_tool: str | None = None
+    app_permissions: frozenset[str] = frozenset()
 
     @property
     def connection_key(self) -> tuple[Any, ...]:
@@ -61,17 +67,24 @@ class McpServerConfig:
 @dataclass(frozen=True)
 class KnownTool:
     """One tool as its server lists it: what the model is sent of it (seed 003: stored with
-    the server's record, so plans count it before a session lists it again)."""
+    the server's record, so plans count it before a session lists it again), and its app
+    (APPS-1: the ``ui://`` resource and who may call it)."""
 
     name: str
     description: str = ""
     input_schema: Mapping[str, Any] | None = None
+    app: ToolApp | None = None
 
     @classmethod
     def of(cls, tool: Any) -> KnownTool:
-        """From the SDK's ``Tool`` (or anything with its three attributes)."""
+        """From the SDK's ``Tool`` (or anything with its attributes)."""
         schema = getattr(tool, "input_schema", None)
-        return cls(str(tool.name), getattr(tool, "description", None) or "", schema or None)
+        return cls(
+            str(tool.name),
+            getattr(tool, "description", None) or "",
+            schema or None,
+            tool_app(getattr(tool, "meta", None)),
+        )
 
     @classmethod
     def parse(cls, value: Any) -> KnownTool | None:
@@ -84,6 +97,7 @@ class KnownTool:
             value["name"],
             description if isinstance(description, str) else "",
             schema if isinstance(schema, Mapping) and schema else None,
+            ToolApp.parse(value.get("app")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -91,6 +105,7 @@ class KnownTool:
             "name": self.name,
             "description": self.description,
             "input_schema": dict(self.input_schema) if self.input_schema else None,
+            "app": self.app.to_json() if self.app is not None else None,
         }
 
 
@@ -99,18 +114,25 @@ def offered(
 ) -> tuple[list[dict[str, Any]], dict[str, ToolRoute]]:
     """The OpenAI function schemas of these servers' tools (each server's allow-list applied,
     a name taken by an earlier server prefixed with the server's name), and where each leads.
-    A turn's toolbox and the plans before any turn both use it: they count the same thing."""
+    A tool only its app may call (``_meta.ui.visibility`` without ``"model"``) is never
+    offered (APPS-1).  A turn's toolbox and the plans before any turn both use it: they
+    count the same thing."""
     routes: dict[str, ToolRoute] = {}
     schemas: list[dict[str, Any]] = []
     for config, tools in servers:
         for tool in tools:
-            if not config.offers(tool.name):
+            app = app_of(tool)
+            if not config.offers(tool.name) or (app is not None and not app.for_model):
                 continue
             name = _NAME_OK.sub("_", tool.name)[:64]
             if name in routes:
                 name = _NAME_OK.sub("_", f"{config.name}_{tool.name}")[:64]
             routes[name] = ToolRoute(
-                config.id, config.name, tool.name, tool.name in config.ask_first_tools
+                config.id,
+                config.name,
+                tool.name,
+                tool.name in config.ask_first_tools,
+                app if config.show_apps else None,
             )
             schemas.append(
                 {
@@ -144,6 +166,8 @@ class ToolRoute:
     server_name: str
     tool: str
     ask_first: bool = False
+    #: APPS-1: the tool's app, None when it has none or its server shows no apps.
+    app: ToolApp | None = None
 
 
 class ToolBox:
@@ -194,6 +218,9 @@ def read_mcp_servers(
                 call_timeout=float(row.call_timeout or settings.mcp_call_timeout),
                 allowed_tools=frozenset(allowed) if allowed is not None else None,
                 ask_first_tools=frozenset(row.ask_first_tools or ()),
+                show_apps=row.show_apps,
+                workspace_tool=row.workspace_tool,
+                app_permissions=frozenset(row.app_permissions or ()),
             )
         )
     return configs, [(row.id, row.known_tools) for row in rows]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from chatmem.store.base import Base
@@ -89,3 +89,9 @@ class McpServer(Base):
     known_tools: Mapped[list[dict[str, object]] | None] = mapped_column(JSON, nullable=True)
     tools_listed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: APPS-1: the server's tools show their apps in the feed (the switch "show apps").
+    show_apps: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    #: APPS-4: the tool "Open Live Workspace" calls (one with an app), NULL: none.
+    workspace_tool: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    #: APPS-2: the browser permissions (``camera`` …) its apps may have when they ask.
+    app_permissions: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)

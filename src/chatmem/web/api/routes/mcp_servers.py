@@ -5,11 +5,17 @@ never returned — responses say ``has_headers``.  Each server carries its timeo
 policy (``allowed_tools``: null for all; ``ask_first_tools``) and its ``health`` as this
 process sees it (state, last error and when, last success, the tools it lists).  A change
 reconnects the server's session in the background at once.
+
+MCP Apps (APPS-1, APPS-2, APPS-4): ``tools`` lists each tool with its ``app`` (its ``ui://``
+resource and ``visibility``, or null); ``show_apps`` (default true) shows the apps in the
+feed, ``workspace_tool`` names the tool "Open Live Workspace" calls (a tool of this server
+with an app, else ``invalid_input``), ``app_permissions`` the browser permissions its apps
+may be granted when they ask (none by default).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio.from_thread
 from fastapi import APIRouter, Request, Response
@@ -20,6 +26,8 @@ from chatmem.store import admin as audit
 from chatmem.store import mcp_servers as store
 from chatmem.store.mcp_servers import McpServerRecord
 from chatmem.store.sessions import Session
+from chatmem.tools.known import stored_tools
+from chatmem.tools.toolbox import KnownTool
 from chatmem.web.api.schemas import Body
 from chatmem.web.deps import AdminUser, DbSession
 from chatmem.web.model_deps import EndpointPolicyDep, SecretsDep
@@ -33,6 +41,10 @@ Seconds = Annotated[float, Field(gt=0)]
 ToolNames = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=300)]], Field(max_length=1000)
 ]
+ToolName = Annotated[str, Field(min_length=1, max_length=300)]
+Permissions = Annotated[
+    list[Literal["camera", "microphone", "geolocation", "clipboard_write"]], Field(max_length=4)
+]
 
 
 class McpServerCreate(Body):
@@ -45,6 +57,8 @@ class McpServerCreate(Body):
     call_timeout: Seconds | None = None
     allowed_tools: ToolNames | None = None
     ask_first_tools: ToolNames | None = None
+    show_apps: bool = True
+    app_permissions: Permissions | None = None
 
 
 class McpServerUpdate(Body):
@@ -57,12 +71,22 @@ class McpServerUpdate(Body):
     call_timeout: Seconds | None = None
     allowed_tools: ToolNames | None = None
     ask_first_tools: ToolNames | None = None
+    show_apps: bool | None = None
+    workspace_tool: ToolName | None = None
+    app_permissions: Permissions | None = None
+
+
+def _tools(request: Request, row: McpServerRecord) -> tuple[KnownTool, ...]:
+    """The server's tools as its session lists them here, else as it last listed them."""
+    turns = getattr(request.app.state, "turns", None)
+    listed = turns.mcp.listed(row.id) if turns is not None and row.enabled else None
+    return listed if listed is not None else stored_tools(row.known_tools)
 
 
 def _view(request: Request, row: McpServerRecord) -> dict[str, Any]:
     turns = getattr(request.app.state, "turns", None)
     health = turns.mcp.status(row.id) if turns is not None and row.enabled else None
-    return mcp_server_view(row, health)
+    return mcp_server_view(row, health, _tools(request, row))
 
 
 def _audited(row: McpServerRecord, fields: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +146,8 @@ def change_server(
 ) -> dict[str, Any]:
     row = store.get_server(session, server_id)
     fields = body.model_dump(exclude_unset=True)
-    row = repo.save_server(session, secrets, policy, fields, row)
+    app_tools = {tool.name for tool in _tools(request, row) if tool.app is not None}
+    row = repo.save_server(session, secrets, policy, fields, row, app_tools=app_tools)
     audit.record(session, user, "update_mcp_server", "mcp_server", row.id, _audited(row, fields))
     _changed(request, session)
     return _view(request, row)
