@@ -46,7 +46,16 @@ def test_store3_messages_keep_role_content_time_and_cached_tokens(
     assert [m["seq"] for m in items] == [1, 2, 3, 4]
     assert items[0]["id"] == asked["id"] and items[1]["id"] == answered["id"]
     assert items[0]["created_at"].endswith("Z")
-    assert items[1]["tool_calls"] == [{"id": "call_1", "name": "calc", "arguments": '{"x": "2+2"}'}]
+    # APPS-1: no call chatmem made (appended by hand): no record, no app.
+    assert items[1]["tool_calls"] == [
+        {
+            "id": "call_1",
+            "name": "calc",
+            "arguments": '{"x": "2+2"}',
+            "tool_call_id": None,
+            "app": None,
+        }
+    ]
     assert items[2]["tool_call_id"] == "call_1"
     expected = count_message(
         Message(id="x", role="user", content="What is 2+2?"), get_tokenizer("estimate")

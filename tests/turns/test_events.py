@@ -27,6 +27,24 @@ WIRE: list[tuple[RunEvent, str, dict[str, Any]]] = [
             "arguments": '{"q":"x"}',
             "message_id": "m1",
             "server": "files",
+            "tool_call_id": None,
+            "app": None,
+        },
+    ),
+    (
+        # APPS-1: the call's record and its app.
+        events.ToolCall(
+            3, "c1", "weather", "{}", "m1", "w", tool_call_id="r1", app={"resource_uri": "ui://w"}
+        ),
+        "tool_call",
+        {
+            "id": "c1",
+            "name": "weather",
+            "arguments": "{}",
+            "message_id": "m1",
+            "server": "w",
+            "tool_call_id": "r1",
+            "app": {"resource_uri": "ui://w"},
         },
     ),
     (
@@ -38,6 +56,8 @@ WIRE: list[tuple[RunEvent, str, dict[str, Any]]] = [
             "arguments": "{}",
             "message_id": None,
             "server": None,
+            "tool_call_id": None,
+            "app": None,
             "client": True,
         },
     ),
@@ -62,10 +82,22 @@ WIRE: list[tuple[RunEvent, str, dict[str, Any]]] = [
             "content": "found",
             "status": "completed",
             "message_id": "m2",
+            "tool_call_id": None,
+            "app": None,
         },
     ),
     (
-        events.ToolResult(7, "c1", "shot", "an image", "completed", "m3", tuple(FILES)),
+        events.ToolResult(
+            7,
+            "c1",
+            "shot",
+            "an image",
+            "completed",
+            "m3",
+            tuple(FILES),
+            "r7",
+            {"resource_uri": "ui://s"},
+        ),
         "tool_result",
         {
             "id": "c1",
@@ -73,6 +105,8 @@ WIRE: list[tuple[RunEvent, str, dict[str, Any]]] = [
             "content": "an image",
             "status": "completed",
             "message_id": "m3",
+            "tool_call_id": "r7",
+            "app": {"resource_uri": "ui://s"},
             "files": FILES,
         },
     ),

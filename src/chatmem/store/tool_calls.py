@@ -13,14 +13,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, fields
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy import and_, bindparam, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import Conflict, NotFound
 from chatmem.store.runs import RunRecord, owned_run
 from chatmem.store.tables.accounts import User
-from chatmem.store.tables.runs import TOOL_DECISIONS, TOOL_STATUSES, ToolCallRow
+from chatmem.store.tables.profiles import McpServer
+from chatmem.store.tables.runs import TOOL_CALLERS, TOOL_DECISIONS, TOOL_STATUSES, ToolCallRow
 from chatmem.store.types import new_id, utcnow
 
 
@@ -30,7 +32,7 @@ class ToolCallRecord:
     not read back (the arguments may hold a user's data: their digest is kept)."""
 
     id: str
-    run_id: str
+    run_id: str | None
     conversation_id: str
     call_id: str
     name: str
@@ -47,6 +49,10 @@ class ToolCallRecord:
     started_at: datetime
     finished_at: datetime | None
     duration_ms: int | None
+    #: APPS-3: ``model`` (a turn's call) or ``app`` (an app's, outside any run).
+    caller: str
+    #: APPS-1: the ``ui://`` resource of the tool's app when it was called, or None.
+    app_uri: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +74,7 @@ _INSERT_TOOL_CALL = insert(ToolCallRow)
 def tool_started(
     session: Session,
     *,
-    run_id: str,
+    run_id: str | None,
     conversation_id: str,
     call_id: str,
     name: str,
@@ -79,12 +85,19 @@ def tool_started(
     server_name: str | None = None,
     tool: str | None = None,
     status: str = "started",
+    row_id: str | None = None,
+    caller: str = "model",
+    app_uri: str | None = None,
+    decided_by: str | None = None,
 ) -> str:
     """Record a tool call *before* it is made, so a crash leaves evidence (TURN-3); an "ask
     first" call is recorded ``waiting`` (PROV-6).  The arguments are kept with their SHA-256
-    digest, which the administrators' list shows."""
-    assert status in ("started", "waiting")
-    row_id = new_id()
+    digest, which the administrators' list shows.  ``row_id``: the id to record it under
+    (new when None); ``caller`` ``app`` for an app's call (APPS-3: no run), ``app_uri`` the
+    tool's app (APPS-1), ``decided_by`` the user who approved an app's "ask first" call."""
+    assert status in ("started", "waiting") and caller in TOOL_CALLERS
+    row_id = row_id or new_id()
+    now = utcnow()
     session.connection().execute(
         _INSERT_TOOL_CALL,
         {
@@ -101,20 +114,38 @@ def tool_started(
             "tool": tool,
             "user_id": user_id,
             "status": status,
-            "started_at": utcnow(),
+            "started_at": now,
+            "caller": caller,
+            "app_uri": app_uri,
+            "decision": "approved" if decided_by else None,
+            "decided_by": decided_by,
+            "decided_at": now if decided_by else None,
         },
     )
     return row_id
 
 
 def tool_finished(
-    session: Session, row_id: str, status: str, result: str, duration_ms: int | None = None
+    session: Session,
+    row_id: str,
+    status: str,
+    result: str,
+    duration_ms: int | None = None,
+    result_json: dict[str, Any] | None = None,
 ) -> None:
+    """The call's end: its status, the text result the model saw and (APPS-1) the whole
+    result as the server returned it, when it is kept."""
     assert status in TOOL_STATUSES
     session.execute(
         update(ToolCallRow)
         .where(ToolCallRow.id == row_id)
-        .values(status=status, result=result, finished_at=utcnow(), duration_ms=duration_ms)
+        .values(
+            status=status,
+            result=result,
+            finished_at=utcnow(),
+            duration_ms=duration_ms,
+            result_json=result_json,
+        )
     )
 
 
@@ -208,3 +239,40 @@ def open_tool_calls(session: Session, run_id: str) -> list[ToolCallRecord]:
         )
     ).all()
     return [_tool_call_record(row) for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class CallApp:
+    """A recorded call of a conversation as its feed places it (APPS-1): under the model's
+    call ``call_id`` of the assistant message ``message_id``, with the call's app when its
+    server shows apps (None otherwise)."""
+
+    id: str
+    message_id: str | None
+    call_id: str
+    app_uri: str | None
+
+
+_CALL_APPS = (
+    select(
+        ToolCallRow.id,
+        ToolCallRow.message_id,
+        ToolCallRow.call_id,
+        ToolCallRow.app_uri,
+        McpServer.show_apps,
+    )
+    .outerjoin(McpServer, McpServer.id == ToolCallRow.server_id)
+    .where(ToolCallRow.conversation_id == bindparam("cid"), ToolCallRow.caller == "model")
+    .order_by(ToolCallRow.started_at)
+)
+
+
+def call_apps(session: Session, conversation_id: str) -> dict[tuple[str | None, str], CallApp]:
+    """The model's recorded calls of a conversation by (assistant message, call id); a call
+    made again later (a retried id) is the later one.  A server that was removed shows the
+    apps its calls had."""
+    found: dict[tuple[str | None, str], CallApp] = {}
+    for row in session.execute(_CALL_APPS, {"cid": conversation_id}):
+        app_uri = row.app_uri if row.show_apps is not False else None
+        found[(row.message_id, row.call_id)] = CallApp(row.id, row.message_id, row.call_id, app_uri)
+    return found

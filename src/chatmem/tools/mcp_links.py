@@ -61,7 +61,7 @@ from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.network import pinned_mcp_client
 from chatmem.store.types import iso, utcnow
 from chatmem.tools.apps import APP_MIME_TYPE, EXTENSION_ID
-from chatmem.tools.results import tool_content
+from chatmem.tools.results import tool_content, whole_result
 from chatmem.tools.toolbox import (
     KnownTool,
     McpServerConfig,
@@ -458,6 +458,7 @@ class McpToolBox(ToolBox):
             content.text,
             is_error=bool(getattr(result, "is_error", False)),
             attachments=content.attachments,
+            result=whole_result(result),
         )
 
 

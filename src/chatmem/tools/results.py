@@ -158,6 +158,28 @@ def tool_content(result: Any, tool: str) -> ToolContent:
     return ToolContent("\n".join(parts), tuple(attachments))
 
 
+#: Fields of the SDK's results that are its own wire bookkeeping, not what a server said.
+_SDK_FIELDS = {"result_type", "ttl_ms", "cache_scope"}
+
+
+def whole_result(result: Any) -> dict[str, Any] | None:
+    """A result (``CallToolResult``, ``ReadResourceResult``) as JSON, the way the server sent
+    it (``content``, ``structuredContent``, ``isError``, ``_meta`` …); None for a value that
+    is not one."""
+    if not hasattr(result, "model_dump"):
+        return None
+    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=_SDK_FIELDS)
+    return dumped if isinstance(dumped, dict) else None
+
+
+def kept_result(result: dict[str, Any] | None, max_bytes: int | None) -> dict[str, Any] | None:
+    """PROV-5 for the whole result (APPS-1): kept when its JSON is within ``max_bytes``."""
+    if result is None or max_bytes is None:
+        return result
+    size = len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return result if size <= max_bytes else None
+
+
 def bounded(
     text: str, attachments: Sequence[ToolAttachment], max_bytes: int | None
 ) -> tuple[str, tuple[ToolAttachment, ...]]:

@@ -132,7 +132,8 @@ def offered(
                 config.name,
                 tool.name,
                 tool.name in config.ask_first_tools,
-                app if config.show_apps else None,
+                app,
+                config.show_apps,
             )
             schemas.append(
                 {
@@ -156,6 +157,9 @@ class ToolOutcome:
     #: Images and other binary parts of the result, stored as files of the tool message;
     #: ``text`` holds a placeholder for each (PROV-4).
     attachments: tuple[ToolAttachment, ...] = ()
+    #: APPS-1: the whole ``CallToolResult`` as the server returned it (its JSON), for the
+    #: tool's app; None when no server answered.
+    result: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,8 +170,16 @@ class ToolRoute:
     server_name: str
     tool: str
     ask_first: bool = False
-    #: APPS-1: the tool's app, None when it has none or its server shows no apps.
+    #: APPS-1: the tool's app (None: it has none), and whether its server shows apps.
     app: ToolApp | None = None
+    show_apps: bool = True
+
+    @property
+    def shown_app(self) -> dict[str, str] | None:
+        """The app as the feed is told of it (None: no app, or its server shows none)."""
+        if self.app is None or not self.show_apps:
+            return None
+        return {"resource_uri": self.app.resource_uri}
 
 
 class ToolBox:

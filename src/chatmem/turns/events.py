@@ -59,7 +59,9 @@ class Reasoning:
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A tool call the model asked for, shown before it is made; ``client``: one of the
-    client's own tools, handed back and not made (``server`` None then)."""
+    client's own tools, handed back and not made (``server`` None then).  APPS-1:
+    ``tool_call_id`` is the call's record (None for a client's tool), ``app`` its app
+    (``{"resource_uri"}``) when the tool has one and its server shows apps."""
 
     seq: int
     id: str
@@ -68,6 +70,8 @@ class ToolCall:
     message_id: str | None
     server: str | None
     client: bool = False
+    tool_call_id: str | None = None
+    app: dict[str, Any] | None = None
     type: ClassVar[str] = "tool_call"
     terminal: ClassVar[bool] = False
 
@@ -79,6 +83,8 @@ class ToolCall:
             "arguments": self.arguments,
             "message_id": self.message_id,
             "server": self.server,
+            "tool_call_id": self.tool_call_id,
+            "app": self.app,
         }
         if self.client:
             data["client"] = True
@@ -114,7 +120,8 @@ class Approval:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """A call's result as stored in its tool message (``files``: its attachments, PROV-4)."""
+    """A call's result as stored in its tool message (``files``: its attachments, PROV-4),
+    with the call's record and app as in :class:`ToolCall` (APPS-1)."""
 
     seq: int
     id: str
@@ -123,6 +130,8 @@ class ToolResult:
     status: str
     message_id: str | None
     files: tuple[dict[str, Any], ...] = ()
+    tool_call_id: str | None = None
+    app: dict[str, Any] | None = None
     type: ClassVar[str] = "tool_result"
     terminal: ClassVar[bool] = False
 
@@ -134,6 +143,8 @@ class ToolResult:
             "content": self.content,
             "status": self.status,
             "message_id": self.message_id,
+            "tool_call_id": self.tool_call_id,
+            "app": self.app,
         }
         if self.files:
             data["files"] = list(self.files)
@@ -260,6 +271,8 @@ def from_stored(seq: int, type_: str, data: Mapping[str, Any]) -> RunEvent:
                 get("message_id"),
                 get("server"),
                 bool(get("client")),
+                get("tool_call_id"),
+                get("app"),
             )
         case "approval":
             return Approval(
@@ -280,6 +293,8 @@ def from_stored(seq: int, type_: str, data: Mapping[str, Any]) -> RunEvent:
                 get("status", ""),
                 get("message_id"),
                 tuple(get("files") or ()),
+                get("tool_call_id"),
+                get("app"),
             )
         case "compaction":
             piece = get("piece")

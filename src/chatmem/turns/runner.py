@@ -63,7 +63,7 @@ from chatmem.store.units import read, work
 from chatmem.tools.approvals import Approvals
 from chatmem.tools.client import ClientTools
 from chatmem.tools.recall import Recall
-from chatmem.tools.results import ToolAttachment, bounded, store_tool_message
+from chatmem.tools.results import ToolAttachment, bounded, kept_result, store_tool_message
 from chatmem.tools.toolbox import ToolBox, ToolOutcome, ToolRoute
 from chatmem.turns import events
 from chatmem.turns.compaction import run_fold
@@ -602,8 +602,10 @@ class TurnRunner:
 
     async def _tool(self, toolbox: ToolBox, call: ToolCall) -> None:
         """One call: recorded before it is made (TURN-3), approved first when the server's
-        policy says so (PROV-6), made through the server's link, its result stored."""
+        policy says so (PROV-6), made through the server's link, its result stored — the
+        text the model reads, and the whole result for the tool's app (APPS-1)."""
         route = toolbox.route(call.name)
+        row_id = new_id()
         await self._journal.emit(
             events.ToolCall,
             id=call.id,
@@ -611,9 +613,11 @@ class TurnRunner:
             arguments=call.arguments,
             message_id=self._tally.last_message_id,
             server=route.server_name if route else None,
+            tool_call_id=row_id,
+            app=route.shown_app if route else None,
         )
         ask = route is not None and route.ask_first
-        row_id = await self._db_call(
+        await self._db_call(
             tool_calls.tool_started,
             run_id=self.job.run_id,
             conversation_id=self.job.conversation_id,
@@ -626,6 +630,8 @@ class TurnRunner:
             tool=route.tool if route else None,
             user_id=self.job.user_id,
             status="waiting" if ask else "started",
+            row_id=row_id,
+            app_uri=route.app.resource_uri if route and route.app else None,
         )
         await self._journal.flush()
         if ask and route is not None and not await self._approved(call, route, row_id):
@@ -635,12 +641,24 @@ class TurnRunner:
             outcome: ToolOutcome = await self._race_stop(toolbox.call(call.name, call.arguments))
         except _Stopped:
             await self._tool_result(
-                call, UNKNOWN_RESULT.format(why="stopped"), "unknown", row_id, _since(began)
+                call,
+                UNKNOWN_RESULT.format(why="stopped"),
+                "unknown",
+                row_id,
+                _since(began),
+                route=route,
             )
             raise
         status = "unknown" if outcome.unknown else "failed" if outcome.is_error else "completed"
         await self._tool_result(
-            call, outcome.text, status, row_id, _since(began), outcome.attachments
+            call,
+            outcome.text,
+            status,
+            row_id,
+            _since(began),
+            outcome.attachments,
+            route=route,
+            result=outcome.result,
         )
 
     async def _approved(self, call: ToolCall, route: ToolRoute, row_id: str) -> bool:
@@ -671,7 +689,9 @@ class TurnRunner:
                 )
             )
         except _Stopped:
-            await self._tool_result(call, NOT_MADE.format(why="stopped"), "not_run", row_id)
+            await self._tool_result(
+                call, NOT_MADE.format(why="stopped"), "not_run", row_id, route=route
+            )
             raise
         await self._db_call(runs.set_waiting, run_id, None)
         await self._journal.emit(approval, decision)
@@ -679,7 +699,7 @@ class TurnRunner:
             await self._db_call(tool_calls.tool_approved, row_id)
             return True
         text = REFUSED if decision == "refused" else NOT_ANSWERED
-        await self._tool_result(call, text, "refused", row_id)
+        await self._tool_result(call, text, "refused", row_id, route=route)
         return False
 
     async def _tool_result(
@@ -690,6 +710,9 @@ class TurnRunner:
         row_id: str | None,
         duration_ms: int | None = None,
         attachments: Sequence[ToolAttachment] = (),
+        *,
+        route: ToolRoute | None = None,
+        result: dict[str, Any] | None = None,
     ) -> None:
         text, _cut = bound_tool_result(text, self._settings.max_answer_bytes)  # PROV-5
         files: list[dict[str, Any]] = []
@@ -711,7 +734,8 @@ class TurnRunner:
                 "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
             )
         if row_id is not None:
-            await self._db_call(tool_calls.tool_finished, row_id, status, text, duration_ms)
+            whole = kept_result(result, self._settings.max_answer_bytes)  # APPS-1, PROV-5
+            await self._db_call(tool_calls.tool_finished, row_id, status, text, duration_ms, whole)
         await self._journal.emit(
             events.ToolResult,
             id=call.id,
@@ -720,6 +744,8 @@ class TurnRunner:
             status=status,
             message_id=message_id,
             files=tuple(files),
+            tool_call_id=row_id,
+            app=route.shown_app if route else None,
         )
 
     async def _guard(self, what: str) -> str:

@@ -10,7 +10,11 @@
   so a crash leaves evidence and the call is marked ``unknown``, never replayed.  An "ask
   first" call is written ``waiting`` and records the user's decision (PROV-6); each row
   says who (``user_id``), which server and tool, a SHA-256 digest of the arguments, the
-  outcome and how long the call took — the administrators' list of tool calls.
+  outcome and how long the call took — the administrators' list of tool calls.  MCP Apps
+  (APPS-1, APPS-3): ``result_json`` keeps the whole ``CallToolResult`` as the server returned
+  it (what an app reads: ``content`` and ``structuredContent``), ``app_uri`` the tool's app
+  at the time of the call, and ``caller`` who made it — ``model`` in a turn (``run_id``), or
+  ``app``: an app's own call, or "Open Live Workspace", outside any run (``run_id`` NULL).
 - ``usage_ledger`` — one row per model call (answer, summary, compaction, probe) with the
   provider's reported tokens and the cost at the profile's prices (USE-1); ``estimated`` when
   the provider reported no usage and chatmem counted the call itself (PROV-1).  An
@@ -50,6 +54,7 @@ from chatmem.store.types import RowId, UTCDateTime, new_id, utcnow
 RUN_STATUSES = ("running", "completed", "stopped", "interrupted", "failed")
 TOOL_STATUSES = ("waiting", "started", "completed", "unknown", "failed", "refused", "not_run")
 TOOL_DECISIONS = ("approved", "refused", "expired")
+TOOL_CALLERS = ("model", "app")
 USAGE_KINDS = ("answer", "summary", "compaction", "probe", "overflow")
 
 
@@ -101,7 +106,9 @@ class ToolCallRow(Base):
     __table_args__ = (Index("ix_tool_calls_started_at", "started_at"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
-    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[str | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), index=True, nullable=True
+    )
     conversation_id: Mapped[str] = mapped_column(String(32), index=True)
     call_id: Mapped[str] = mapped_column(String(200))  # the model's tool call id
     message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -121,6 +128,10 @@ class ToolCallRow(Base):
     decision: Mapped[str | None] = mapped_column(String(16), nullable=True)
     decided_by: Mapped[str | None] = mapped_column(String(32), nullable=True)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # APPS-1, APPS-3: who called (``model``, ``app``), the tool's app, the whole result.
+    caller: Mapped[str] = mapped_column(String(8), default="model", server_default="model")
+    app_uri: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    result_json: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class UsageRow(Base):

@@ -38,7 +38,8 @@ def run_public(run: RunRecord) -> dict[str, Any]:
 
 
 def tool_call_public(row: ToolCallRecord, user_name: str | None) -> dict[str, Any]:
-    """One recorded call: who, when, where, what (the arguments' digest), how it ended."""
+    """One recorded call: who (and whether the model or an app called), when, where, what
+    (the arguments' digest), how it ended."""
     return {
         "id": row.id,
         "user": {"id": row.user_id, "name": user_name},
@@ -58,4 +59,6 @@ def tool_call_public(row: ToolCallRecord, user_name: str | None) -> dict[str, An
         "started_at": iso(row.started_at),
         "finished_at": iso(row.finished_at),
         "duration_ms": row.duration_ms,
+        # APPS-3: "model" (a turn's call) or "app" (an app's own, for the same user).
+        "caller": row.caller,
     }

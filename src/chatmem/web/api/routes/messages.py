@@ -11,7 +11,7 @@ from pydantic import Field
 from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
 from chatmem.store import messages as store_messages
-from chatmem.store import projects, versions
+from chatmem.store import projects, tool_calls, versions
 from chatmem.store.engine import latest_summary
 from chatmem.store.files import conversation_files
 from chatmem.store.quotas import Limits
@@ -25,6 +25,7 @@ from chatmem.web.api.schemas import (
     summary_public,
 )
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.views.apps import tool_calls_public
 from chatmem.web.views.versions import failure_public, version_public
 
 router = APIRouter(prefix="/api/v1/conversations/{conversation_id}/messages", tags=["messages"])
@@ -57,7 +58,8 @@ def list_messages(
     ``after_seq``/``limit`` page through very long conversations.  PROJ-3: each message
     says which version of its slot it is (``version`` of ``versions``); the hidden versions
     are left out unless ``hidden=true`` (then marked ``hidden``, status "hidden"); a
-    question whose last turn failed carries that turn's ``error``."""
+    question whose last turn failed carries that turn's ``error``.  APPS-1: each tool call
+    of an answer carries its record (``tool_call_id``) and its ``app``."""
     conversation = store.owned_conversation(session, user, conversation_id)
     profile = engine_profile_for(session, conversation)
     status, file_status, column = memory_status(session, conversation, profile)
@@ -68,6 +70,7 @@ def list_messages(
     more = limit is not None and len(rows) == limit
     places = versions.version_map(session, rows)
     failures = versions.failed_turns(session, conversation.id)
+    apps = tool_calls.call_apps(session, conversation.id) if any(m.tool_calls for m in rows) else {}
     return {
         "items": [
             {
@@ -75,6 +78,7 @@ def list_messages(
                 **version_public(places.get(m.id)),
                 "hidden": m.hidden,
                 "error": failure_public(failures.get(m.id)) if not m.hidden else None,
+                "tool_calls": tool_calls_public(m.id, m.tool_calls or [], apps),
             }
             for m in rows
         ],
