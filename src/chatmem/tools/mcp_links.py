@@ -44,7 +44,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -82,6 +82,10 @@ BACKOFF_MAX = 60.0
 LIST_PAGES = 50
 #: Seconds a closing link may take to say goodbye to its server before it is abandoned.
 CLOSE_WAIT = 2.0
+#: The largest message a server may send (bytes of one server-sent event; the SDK's default
+#: is 1 MB): an app's HTML up to its 2 MB bound, JSON-escaped (APPS-1), and tool results
+#: well past the answer bound, which then cuts them (PROV-5).  Past it the request fails.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 
 class ServerUnavailable(Exception):
@@ -128,12 +132,17 @@ class Health:
         }
 
 
+#: What a request does with the session (``client.call_tool(…)``, ``client.read_resource(…)``).
+Operation = Callable[[Any], Awaitable[Any]]
+
+
 @dataclass
 class _Call:
-    """One tool call handed to a link: the caller awaits ``future``."""
+    """One request handed to a link — a tool call, or a resource read (an app's HTML,
+    APPS-1): ``what`` names it for the log; the caller awaits ``future``."""
 
-    tool: str
-    arguments: dict[str, Any]
+    what: str
+    operation: Operation
     future: asyncio.Future[Any]
     scope: anyio.CancelScope | None = None
     abandoned: bool = False
@@ -187,6 +196,9 @@ class ServerLink:
         self.config = config
         self.health = Health()
         self.tools: tuple[Any, ...] = ()
+        #: The version the server gave when the session began (APPS-1: an app's HTML is
+        #: cached per server, URI and version); None: never connected, or it gave none.
+        self.server_version: str | None = None
         #: Set once the first connection attempt ended, whichever way.
         self.settled = asyncio.Event()
         self.created = time.monotonic()
@@ -226,11 +238,21 @@ class ServerLink:
         """The tool's result (the SDK's ``CallToolResult``).  Raises
         :class:`ServerUnavailable` or :class:`CallTimedOut`; a cancelled caller cancels the
         call inside the link and leaves at once."""
+        return await self._request(f"tool {tool}", lambda client: client.call_tool(tool, arguments))
+
+    async def read_resource(self, uri: str) -> Any:
+        """The resource (the SDK's ``ReadResourceResult``), read now (APPS-1: chatmem keeps
+        its own cache of an app's HTML); raises as :meth:`call`."""
+        return await self._request(
+            f"resource {uri}", lambda client: client.read_resource(uri, cache_mode="bypass")
+        )
+
+    async def _request(self, what: str, operation: Operation) -> Any:
         if self._closing:
             raise ServerUnavailable("the server's session was closed")
         if not self.ready:
             raise ServerUnavailable(self.health.last_error or "not connected yet")
-        call = _Call(tool, arguments, asyncio.get_running_loop().create_future())
+        call = _Call(what, operation, asyncio.get_running_loop().create_future())
         try:
             self._send.send_nowait(call)
         except anyio.WouldBlock:
@@ -294,13 +316,17 @@ class ServerLink:
             async with (
                 http,
                 Client(
-                    streamable_http_client(config.url, http_client=http),
+                    streamable_http_client(
+                        config.url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES
+                    ),
                     mode="legacy",
                     message_handler=self._notified,
                     # APPS-1: chatmem renders MCP Apps (servers may send their UI only then).
                     extensions=[advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})],
                 ) as client,
             ):
+                info = client.server_info
+                self.server_version = str(info.version) if info and info.version else None
                 self._listed(await _list_tools(client))
                 limit.deadline = math.inf
                 self._http_status = None  # from now on, a status says why the session ended
@@ -340,7 +366,7 @@ class ServerLink:
         call.scope = scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
         try:
             with scope:
-                result = await client.call_tool(call.tool, call.arguments)
+                result = await call.operation(client)
         except anyio.get_cancelled_exc_class():
             # The session is going away under the call: it may have run, or not.
             call.answer(error=CallLost("the session ended during the call"))
@@ -352,7 +378,7 @@ class ServerLink:
         if scope.cancelled_caught:
             call.answer(error=CallTimedOut(timeout))
             if not call.abandoned:
-                reason = f"tool {call.tool} had no answer within {timeout:g} s (call timeout)"
+                reason = f"{call.what} had no answer within {timeout:g} s (call timeout)"
                 self._error(reason)
                 log.warning("MCP server %s: %s", self.config.name, reason)
                 self._probe.set()
@@ -481,26 +507,39 @@ class McpPool:
         wanted = {config.id for config in configs}
         for server_id in [s for s in self._links if s not in wanted]:
             self._retire(self._links.pop(server_id))
-        links: list[ServerLink] = []
-        for config in configs:
-            link = self._links.get(config.id)
-            if link is not None and link.config.connection_key != config.connection_key:
-                self._retire(self._links.pop(config.id))
-                link = None
-            if link is None:
-                link = ServerLink(
-                    config,
-                    self.policy,
-                    refresh=self.refresh,
-                    http_factory=self.http_factory,
-                    on_listed=self.on_listed,
-                )
-                link.start()
-                self._links[config.id] = link
-            else:
-                link.config = config
-            links.append(link)
-        return links
+        return [self.link_for(config) for config in configs]
+
+    def link_for(self, config: McpServerConfig) -> ServerLink:
+        """The link of one server as configured now (APPS-3: an app's call reads its server
+        as a turn does), the others untouched: started when new, reconnected when its URL,
+        headers or connect timeout changed, its policy replaced in place otherwise."""
+        link = self._links.get(config.id)
+        if link is not None and link.config.connection_key != config.connection_key:
+            self._retire(self._links.pop(config.id))
+            link = None
+        if link is None:
+            link = ServerLink(
+                config,
+                self.policy,
+                refresh=self.refresh,
+                http_factory=self.http_factory,
+                on_listed=self.on_listed,
+            )
+            link.start()
+            self._links[config.id] = link
+        else:
+            link.config = config
+        return link
+
+    async def ready_link(self, config: McpServerConfig) -> ServerLink:
+        """:meth:`link_for`, waited for like a turn's servers: a link on its very first
+        connection at most until ``first_wait`` seconds after it was created."""
+        link = self.link_for(config)
+        left = link.created + self.first_wait - time.monotonic()
+        if not link.settled.is_set() and left > 0:
+            with anyio.move_on_after(left):
+                await link.settled.wait()
+        return link
 
     async def toolbox(self, configs: Sequence[McpServerConfig]) -> ToolBox:
         """The tools of the servers ready now.  A server on its very first connection is

@@ -26,7 +26,8 @@ from typing import Any
 
 from chatmem.security.secret_box import SecretBox
 from chatmem.settings import Settings
-from chatmem.store.sessions import Handle
+from chatmem.store.mcp_servers import McpServerRecord
+from chatmem.store.sessions import Handle, Session
 from chatmem.tools.apps import ToolApp, app_of, tool_app
 from chatmem.tools.results import ToolAttachment
 
@@ -208,31 +209,50 @@ def read_mcp_servers(
     session: Handle, settings: Settings, secrets: SecretBox
 ) -> tuple[list[McpServerConfig], list[tuple[str, Any]]]:
     """:func:`load_mcp_servers`, and each enabled server's stored tool list (its JSON)."""
-    from chatmem.models import mcp_servers
     from chatmem.store.mcp_servers import enabled_servers
 
     configs: list[McpServerConfig] = []
     rows = enabled_servers(session)
     for row in rows:
-        try:
-            conn = mcp_servers.connection(row, secrets)
-        except Exception:
-            log.warning("MCP server %s: stored headers cannot be decrypted; skipped", row.name)
-            continue
-        allowed = row.allowed_tools
-        configs.append(
-            McpServerConfig(
-                id=conn.id,
-                name=conn.name,
-                url=conn.url,
-                headers=dict(conn.headers),
-                connect_timeout=float(row.connect_timeout or settings.mcp_connect_timeout),
-                call_timeout=float(row.call_timeout or settings.mcp_call_timeout),
-                allowed_tools=frozenset(allowed) if allowed is not None else None,
-                ask_first_tools=frozenset(row.ask_first_tools or ()),
-                show_apps=row.show_apps,
-                workspace_tool=row.workspace_tool,
-                app_permissions=frozenset(row.app_permissions or ()),
-            )
-        )
+        config = _config(row, settings, secrets)
+        if config is not None:
+            configs.append(config)
     return configs, [(row.id, row.known_tools) for row in rows]
+
+
+def server_config(
+    session: Session, settings: Settings, secrets: SecretBox, server_id: str
+) -> McpServerConfig | None:
+    """One server as :func:`load_mcp_servers` reads it (None: removed or disabled)."""
+    from chatmem.errors import NotFound
+    from chatmem.store.mcp_servers import get_server
+
+    try:
+        row = get_server(session, server_id)
+    except NotFound:
+        return None
+    return _config(row, settings, secrets) if row.enabled else None
+
+
+def _config(row: McpServerRecord, settings: Settings, secrets: SecretBox) -> McpServerConfig | None:
+    from chatmem.models import mcp_servers
+
+    try:
+        conn = mcp_servers.connection(row, secrets)
+    except Exception:
+        log.warning("MCP server %s: stored headers cannot be decrypted; skipped", row.name)
+        return None
+    allowed = row.allowed_tools
+    return McpServerConfig(
+        id=conn.id,
+        name=conn.name,
+        url=conn.url,
+        headers=dict(conn.headers),
+        connect_timeout=float(row.connect_timeout or settings.mcp_connect_timeout),
+        call_timeout=float(row.call_timeout or settings.mcp_call_timeout),
+        allowed_tools=frozenset(allowed) if allowed is not None else None,
+        ask_first_tools=frozenset(row.ask_first_tools or ()),
+        show_apps=row.show_apps,
+        workspace_tool=row.workspace_tool,
+        app_permissions=frozenset(row.app_permissions or ()),
+    )

@@ -35,6 +35,7 @@ from chatmem.store.runs import RunRecord
 from chatmem.store.sessions import Session
 from chatmem.store.types import new_id
 from chatmem.store.units import KeyTaken, first_unique_work, quick_work, read, work
+from chatmem.tools.app_host import AppHost
 from chatmem.tools.approvals import Approvals, Decision, decide
 from chatmem.tools.known import KnownTools
 from chatmem.tools.mcp_links import McpPool
@@ -158,6 +159,8 @@ class TurnService:
             on_listed=self.known.listed,
         )
         self._mcp_sync: asyncio.Task[None] | None = None
+        #: APPS-1 … APPS-4: what apps show and ask, on the same links.
+        self.apps = AppHost(db, settings, secrets, self.mcp)
         self.approvals = Approvals()
         #: SQLite: every run's event batches are stored together (one writer); PostgreSQL
         #: stores each batch in a statement of its own, side by side.

@@ -28,6 +28,7 @@ ROUTE_MODULES = [
     "profiles",
     "mcp_servers",
     "tool_calls",
+    "apps",
     "compaction",
     "summary",
     "usage",

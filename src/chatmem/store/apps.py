@@ -1,0 +1,145 @@
+"""MCP Apps as stored (APPS-1 … APPS-4): a tool call as its app reads it, and the apps' HTML.
+
+:func:`owned_call` reads one recorded tool call for the owner of its conversation only — a
+call of somebody else's conversation (or of an archived one) is :class:`NotFound`, like a
+missing one (STORE-1) — with its arguments, its text and whole results, and its server's
+app settings as they are now.  :func:`cached_resource` and :func:`keep_resource` are the
+HTML cache (``app_resources``): one row per server and URI, replaced when the server's
+version changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from chatmem.errors import NotFound
+from chatmem.store.tables.apps import AppResource
+from chatmem.store.tables.conversations import Conversation
+from chatmem.store.tables.profiles import McpServer
+from chatmem.store.tables.runs import ToolCallRow
+from chatmem.store.types import utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class AppCall:
+    """A recorded tool call as its app is given it, and its server's app settings now
+    (``server_enabled`` None: the server was removed)."""
+
+    id: str
+    conversation_id: str
+    server_id: str | None
+    server_name: str | None
+    tool: str
+    arguments: str
+    status: str
+    result: str | None
+    result_json: dict[str, Any] | None
+    app_uri: str | None
+    caller: str
+    server_enabled: bool | None
+    show_apps: bool
+    app_permissions: tuple[str, ...]
+
+
+_OWNED_CALL = (
+    select(
+        ToolCallRow.id,
+        ToolCallRow.conversation_id,
+        ToolCallRow.server_id,
+        ToolCallRow.server_name,
+        ToolCallRow.tool,
+        ToolCallRow.name,
+        ToolCallRow.arguments,
+        ToolCallRow.status,
+        ToolCallRow.result,
+        ToolCallRow.result_json,
+        ToolCallRow.app_uri,
+        ToolCallRow.caller,
+        McpServer.enabled,
+        McpServer.show_apps,
+        McpServer.app_permissions,
+    )
+    .join(Conversation, Conversation.id == ToolCallRow.conversation_id)
+    .outerjoin(McpServer, McpServer.id == ToolCallRow.server_id)
+    .where(
+        ToolCallRow.id == bindparam("tid"),
+        Conversation.user_id == bindparam("uid"),
+        Conversation.archived_at.is_(None),
+    )
+)
+
+
+def owned_call(session: Session, user_id: str, tool_call_id: str) -> AppCall:
+    """The call, for the owner of its conversation only (else :class:`NotFound`)."""
+    row = session.execute(_OWNED_CALL, {"tid": tool_call_id, "uid": user_id}).first()
+    if row is None:
+        raise NotFound("tool call")
+    return AppCall(
+        id=row.id,
+        conversation_id=row.conversation_id,
+        server_id=row.server_id,
+        server_name=row.server_name,
+        tool=row.tool or row.name,
+        arguments=row.arguments,
+        status=row.status,
+        result=row.result,
+        result_json=row.result_json,
+        app_uri=row.app_uri,
+        caller=row.caller,
+        server_enabled=row.enabled,
+        show_apps=row.show_apps is not False,
+        app_permissions=tuple(row.app_permissions or ()),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AppResourceRecord:
+    """An app's HTML as fetched (``html`` None: not shown, ``problem`` says why)."""
+
+    server_version: str | None
+    html: str | None
+    ui: dict[str, Any] | None
+    size: int
+    problem: str | None
+    fetched_at: datetime
+
+
+def cached_resource(session: Session, server_id: str, uri: str) -> AppResourceRecord | None:
+    row = session.get(AppResource, (server_id, uri))
+    if row is None:
+        return None
+    return AppResourceRecord(
+        row.server_version, row.html, row.ui, row.size, row.problem, row.fetched_at
+    )
+
+
+def keep_resource(
+    session: Session,
+    server_id: str,
+    uri: str,
+    *,
+    server_version: str | None,
+    html: str | None,
+    ui: dict[str, Any],
+    size: int,
+    problem: str | None = None,
+) -> None:
+    """Stores what was fetched in the place of what was (two fetches at once: either)."""
+    row = session.get(AppResource, (server_id, uri))
+    if row is None:
+        row = AppResource(server_id=server_id, uri=uri)
+        session.add(row)
+    row.server_version, row.html, row.ui, row.size = server_version, html, ui, size
+    row.problem = problem[:300] if problem else None
+    row.fetched_at = utcnow()
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError:  # the other fetch stored the same resource first
+        pass
