@@ -14,10 +14,13 @@ Hierarchy (every class; two live beside the one rule that raises them, named her
     ├── QuotaExceeded                 quota_exceeded
     ├── SigninThrottled               rate_limited     (failed sign-ins: chatmem.auth.throttle)
     ├── MemoryNotFolded               does_not_fit     (summaries too long: chatmem.turns.runner)
+    ├── RateLimited                   rate_limited     (an app's calls, APPS-3)
+    ├── McpUnavailable                mcp_unavailable  (an app's server is down, APPS-3)
     ├── Conflict                      conflict
     │   ├── TurnRunning               turn_running
     │   ├── CompactionRunning         compaction_running
-    │   └── NothingToCompress         nothing_to_compress
+    │   ├── NothingToCompress         nothing_to_compress
+    │   └── ApprovalRequired          approval_required (an app's "ask first" call, APPS-3)
     ├── InsufficientCredits           insufficient_credits
     ├── ArchiveDamaged                archive_damaged  (an archive failed its hash check)
     ├── ConfigurationError            configuration_error   (refuse to start)
@@ -126,6 +129,31 @@ class NothingToCompress(Conflict):
 
     def __init__(self, message: str = "Nothing to compress yet") -> None:
         super().__init__(message)
+
+
+class ApprovalRequired(Conflict):
+    """APPS-3: an app called an "ask first" tool (PROV-6): the user approves first, then the
+    page sends the call again, approved."""
+
+    code = "approval_required"
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(f"The user approves {tool!r} before it runs.", tool=tool)
+
+
+class RateLimited(ChatmemError):
+    """Too many requests in a short time (APPS-3: an app's calls): wait ``retry_after``."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message, retry_after=max(1, retry_after))
+
+
+class McpUnavailable(ChatmemError):
+    """APPS-3: the app's MCP server cannot be reached now; nothing was done."""
+
+    code = "mcp_unavailable"
 
 
 class InsufficientCredits(ChatmemError):

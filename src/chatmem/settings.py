@@ -174,6 +174,13 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds between two listings of an MCP server's tools in the background.",
     )
+    app_calls_per_minute: int = Field(
+        default=60,
+        ge=1,
+        le=100_000,
+        description="Calls an MCP App may make through chatmem (tools/call, resources/read) "
+        "per conversation and minute (APPS-3); past it they are refused with rate_limited.",
+    )
     tool_approval_timeout: float = Field(
         default=900.0,
         gt=0,

@@ -4,7 +4,8 @@ A tool has an app when its ``_meta.ui.resourceUri`` (older servers: ``_meta["ui/
 names a ``ui://`` resource (of type :data:`APP_MIME_TYPE`).  Its ``_meta.ui.visibility`` says
 who may call it: ``"model"`` (offered to the model), ``"app"`` (callable by an app of its own
 server); absent, both.  A tool the model may not see is never offered to it
-(:func:`~chatmem.tools.toolbox.offered`).  chatmem's MCP client advertises the extension
+(:func:`~chatmem.tools.toolbox.offered`); a tool whose visibility leaves out apps is
+refused to them (:func:`app_refusal`).  chatmem's MCP client advertises the extension
 (:data:`EXTENSION_ID`), so servers that send their UI only to hosts that render it do.
 
 The resource declares in its own ``_meta.ui`` the domains its content-security policy
@@ -59,6 +60,10 @@ class ToolApp:
     def for_model(self) -> bool:
         return "model" in self.visibility
 
+    @property
+    def for_app(self) -> bool:
+        return "app" in self.visibility
+
     def to_json(self) -> dict[str, Any]:
         return {"resource_uri": self.resource_uri, "visibility": list(self.visibility)}
 
@@ -96,6 +101,19 @@ def app_of(tool: Any) -> ToolApp | None:
         app = tool.app
         return app if isinstance(app, ToolApp) else None
     return tool_app(getattr(tool, "meta", None))
+
+
+def app_refusal(app: ToolApp | None, *, offered: bool, known: bool = True) -> str | None:
+    """Why an app may not call a tool of its server (None: it may), APPS-3: the tool must be
+    one the server lists (``known``), the server's allow-list must offer it (``offered``:
+    PROV-6, the say the model's calls obey), and its visibility must include apps."""
+    if not known:
+        return "This is not a tool of the app's MCP server."
+    if not offered:
+        return "The administrator does not allow this tool."
+    if app is not None and not app.for_app:
+        return "This tool is not callable by an app."
+    return None
 
 
 @dataclass(frozen=True, slots=True)

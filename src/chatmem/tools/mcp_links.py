@@ -452,40 +452,43 @@ class McpToolBox(ToolBox):
             return ToolOutcome("The tool arguments were not valid JSON.", is_error=True)
         if not isinstance(args, dict):
             return ToolOutcome("The tool arguments must be a JSON object.", is_error=True)
-        try:
-            result = await self._links[route.server_id].call(route.tool, args)
-        except CallTimedOut as exc:
-            return ToolOutcome(
-                f"The tool did not answer within {exc.seconds:g} s. Its result is unknown; "
-                "it was not repeated automatically.",
-                is_error=True,
-                unknown=True,
-            )
-        except CallLost:
-            return ToolOutcome(
-                f"The result of this tool call is unknown: the connection to the MCP server "
-                f"{route.server_name!r} ended during the call. It was not repeated "
-                "automatically.",
-                is_error=True,
-                unknown=True,
-            )
-        except ServerUnavailable as exc:
-            return ToolOutcome(
-                f"The tool was not called: the MCP server {route.server_name!r} is "
-                f"unavailable ({exc.reason}).",
-                is_error=True,
-            )
-        except Exception as exc:
-            return ToolOutcome(
-                f"The tool failed: {type(exc).__name__}: {exc}"[:2000], is_error=True
-            )
-        content = tool_content(result, route.tool)  # binary parts as attachments (PROV-4)
+        return await call_on(self._links[route.server_id], route.tool, args)
+
+
+async def call_on(link: ServerLink, tool: str, args: dict[str, Any]) -> ToolOutcome:
+    """One call of a server's tool on its link, as an outcome (never an exception): the one
+    way chatmem calls a tool, for the model's turns and the apps' calls alike (APPS-3)."""
+    server = link.config.name
+    try:
+        result = await link.call(tool, args)
+    except CallTimedOut as exc:
         return ToolOutcome(
-            content.text,
-            is_error=bool(getattr(result, "is_error", False)),
-            attachments=content.attachments,
-            result=whole_result(result),
+            f"The tool did not answer within {exc.seconds:g} s. Its result is unknown; "
+            "it was not repeated automatically.",
+            is_error=True,
+            unknown=True,
         )
+    except CallLost:
+        return ToolOutcome(
+            f"The result of this tool call is unknown: the connection to the MCP server "
+            f"{server!r} ended during the call. It was not repeated automatically.",
+            is_error=True,
+            unknown=True,
+        )
+    except ServerUnavailable as exc:
+        return ToolOutcome(
+            f"The tool was not called: the MCP server {server!r} is unavailable ({exc.reason}).",
+            is_error=True,
+        )
+    except Exception as exc:
+        return ToolOutcome(f"The tool failed: {type(exc).__name__}: {exc}"[:2000], is_error=True)
+    content = tool_content(result, tool)  # binary parts as attachments (PROV-4)
+    return ToolOutcome(
+        content.text,
+        is_error=bool(getattr(result, "is_error", False)),
+        attachments=content.attachments,
+        result=whole_result(result),
+    )
 
 
 @dataclass

@@ -180,6 +180,31 @@ def kept_result(result: dict[str, Any] | None, max_bytes: int | None) -> dict[st
     return result if size <= max_bytes else None
 
 
+#: Appended to a tool result cut at the size bound (PROV-5); it counts toward the bound.
+TOOL_RESULT_CUT = "\n[… tool result cut at {limit} bytes: it had {size} bytes …]"
+
+
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8_prefix(text: str, size: int) -> str:
+    """The longest prefix of ``text`` of at most ``size`` UTF-8 bytes (whole characters)."""
+    if size <= 0:
+        return ""
+    return text.encode("utf-8", "surrogatepass")[:size].decode("utf-8", "ignore")
+
+
+def bound_tool_result(text: str, limit: int) -> tuple[str, bool]:
+    """PROV-5: a tool result cut to at most ``limit`` UTF-8 bytes, marker included, and
+    whether it was cut.  What is kept is the result's beginning."""
+    size = utf8_size(text)
+    if size <= limit:
+        return text, False
+    marker = TOOL_RESULT_CUT.format(limit=limit, size=size)
+    return utf8_prefix(text, limit - utf8_size(marker)) + marker, True
+
+
 def bounded(
     text: str, attachments: Sequence[ToolAttachment], max_bytes: int | None
 ) -> tuple[str, tuple[ToolAttachment, ...]]:

@@ -222,8 +222,9 @@ def read_mcp_servers(
 
 def server_config(
     session: Session, settings: Settings, secrets: SecretBox, server_id: str
-) -> McpServerConfig | None:
-    """One server as :func:`load_mcp_servers` reads it (None: removed or disabled)."""
+) -> tuple[McpServerConfig, Any] | None:
+    """One server as :func:`read_mcp_servers` reads it, with its stored tool list (None:
+    removed or disabled)."""
     from chatmem.errors import NotFound
     from chatmem.store.mcp_servers import get_server
 
@@ -231,7 +232,8 @@ def server_config(
         row = get_server(session, server_id)
     except NotFound:
         return None
-    return _config(row, settings, secrets) if row.enabled else None
+    config = _config(row, settings, secrets) if row.enabled else None
+    return (config, row.known_tools) if config is not None else None
 
 
 def _config(row: McpServerRecord, settings: Settings, secrets: SecretBox) -> McpServerConfig | None:

@@ -63,7 +63,13 @@ from chatmem.store.units import read, work
 from chatmem.tools.approvals import Approvals
 from chatmem.tools.client import ClientTools
 from chatmem.tools.recall import Recall
-from chatmem.tools.results import ToolAttachment, bounded, kept_result, store_tool_message
+from chatmem.tools.results import (
+    ToolAttachment,
+    bound_tool_result,
+    bounded,
+    kept_result,
+    store_tool_message,
+)
 from chatmem.tools.toolbox import ToolBox, ToolOutcome, ToolRoute
 from chatmem.turns import events
 from chatmem.turns.compaction import run_fold
@@ -76,7 +82,7 @@ from chatmem.turns.inputs import (
     raw_estimate,
 )
 from chatmem.turns.journal import EventJournal
-from chatmem.turns.metering import bound_tool_result, counted_answer
+from chatmem.turns.metering import counted_answer
 
 log = logging.getLogger(__name__)
 

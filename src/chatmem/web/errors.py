@@ -36,6 +36,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "turn_running": 409,
     "compaction_running": 409,
     "nothing_to_compress": 409,
+    "approval_required": 409,
+    "mcp_unavailable": 502,
     "does_not_fit": 413,
     "insufficient_credits": 402,
     "payload_too_large": 413,
@@ -108,6 +110,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: _declared("payload_too_large, does_not_fit"),
     422: _declared("invalid_input: a field is missing, of the wrong type or out of bounds"),
     429: _declared("rate_limited, with Retry-After"),
+}
+#: Operations that ask an MCP server for an app also answer this (APPS-3).
+MCP_RESPONSES: dict[int | str, dict[str, Any]] = {
+    502: _declared("mcp_unavailable: the app's MCP server cannot be reached now")
 }
 #: Operations that receive an upload also answer this.
 UPLOAD_RESPONSES: dict[int | str, dict[str, Any]] = {
