@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.apps.conftest import AppChat
-from tests.support.mcp_app_server import WEATHER_URI
+from tests.support.mcp_app_server import WEATHER_URI, McpAppServerProcess
 
 from chatmem.store.tables.runs import ToolCallRow
 
@@ -95,3 +95,20 @@ def test_a_result_past_the_size_bound_keeps_its_text_only_APPS_1() -> None:
     whole = {"content": [{"type": "text", "text": "x" * 5000}]}
     assert kept_result(whole, 10_000) == whole
     assert kept_result(whole, 4_000) is None
+
+
+def test_a_tool_offered_under_its_servers_name_keeps_its_app_APPS_1(
+    app_chat: AppChat, app_server: McpAppServerProcess
+) -> None:
+    from tests.apps.conftest import register
+
+    # Servers are read by name: "second" takes get_weather, "weather" offers its own as
+    # weather_get_weather.
+    register(app_chat.client, app_chat, app_server.url, name="second")
+    _, events = call_tool(app_chat, "weather_get_weather", {"city": "Tavira"})
+    call = next(e["data"] for e in events if e["event"] == "tool_call")
+    result = next(e["data"] for e in events if e["event"] == "tool_result")
+    assert result["content"].startswith("Tavira"), result
+    assert call["app"] == result["app"] == {"resource_uri": WEATHER_URI}
+    (listed,) = answer_calls(app_chat)
+    assert listed["app"] == {"resource_uri": WEATHER_URI}

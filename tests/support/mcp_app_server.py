@@ -127,7 +127,7 @@ APP_SCRIPT = r"""
   });
   on("link", function () { request("ui/open-link", {url: "https://weather.example/lisbon"}); });
   on("fullscreen", function () { request("ui/request-display-mode", {mode: "fullscreen"}); });
-  on("workspace", function () { request("ui/request-display-mode", {mode: "workspace"}); });
+  on("workspace", function () { request("ui/request-display-mode", {mode: "pip"}); });
   on("log-button", function () {
     notify("notifications/message", {level: "info", logger: "weather-app", data: "hello from the weather app"});
   });
@@ -148,7 +148,7 @@ APP_SCRIPT = r"""
   });
   request("ui/initialize", {
     appInfo: {name: "weather-app", version: "1.0.0"},
-    appCapabilities: {availableDisplayModes: ["inline", "fullscreen"]},
+    appCapabilities: {availableDisplayModes: ["inline", "fullscreen", "pip"]},
     protocolVersion: "2026-01-26"
   }).then(function (m) {
     document.getElementById("state").textContent = m.error ? "initialize failed" : "initialized";
