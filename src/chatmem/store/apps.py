@@ -98,6 +98,23 @@ def owned_call(session: Session, user_id: str, tool_call_id: str) -> AppCall:
     )
 
 
+_CALL_IN = select(ToolCallRow.tool, ToolCallRow.name).where(
+    ToolCallRow.id == bindparam("tid"),
+    ToolCallRow.conversation_id == bindparam("cid"),
+    ToolCallRow.app_uri.is_not(None),
+)
+
+
+def app_call_in(session: Session, conversation_id: str, tool_call_id: str) -> str:
+    """APPS-3: the tool of ``conversation_id``'s call ``tool_call_id`` that has an app (its
+    ``ui/message`` starts a turn there), else :class:`NotFound`.  The caller checked the
+    conversation is the user's."""
+    row = session.execute(_CALL_IN, {"tid": tool_call_id, "cid": conversation_id}).first()
+    if row is None:
+        raise NotFound("tool call")
+    return str(row.tool or row.name)
+
+
 @dataclass(frozen=True, slots=True)
 class AppResourceRecord:
     """An app's HTML as fetched (``html`` None: not shown, ``problem`` says why)."""

@@ -26,6 +26,7 @@ from chatmem.errors import InvalidInput, NotFound
 from chatmem.security.secret_box import SecretBox
 from chatmem.settings import Settings
 from chatmem.store import runs, versions
+from chatmem.store.apps import app_call_in
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.engine import StepConversation
 from chatmem.store.files import attach_files, conversation_file_ids
@@ -125,10 +126,12 @@ class Admission:
         message_id: str | None = None,
         turn_start: str | None = None,
         idempotency_key: str | None = None,
+        from_app: str | None = None,
     ) -> Admitted:
         """Lets a turn in (see the module docstring): a new question ``content`` stored as
         ``message_id`` with ``file_ids``, or — ``turn_start`` — the turn answers the user
-        message stored there; then the ``running`` run ``run_id``."""
+        message stored there; then the ``running`` run ``run_id``.  ``from_app``: the tool
+        call whose app sent the question (APPS-3 ``ui/message``), stored with it."""
         files = file_ids or []
         inputs = load_inputs(
             session,
@@ -151,6 +154,10 @@ class Admission:
         inputs.plan.require_fit()  # CTX-21: admission is exactly "fits after the fold"
         if files and conversation_file_ids(session, conversation_id, files) != set(files):
             raise NotFound("file")
+        meta = None
+        if from_app is not None:
+            tool = app_call_in(session, conversation_id, from_app)
+            meta = {"from_app": {"tool_call_id": from_app, "tool": tool}}
         if turn_start is not None:
             question_id = turn_start
         else:
@@ -164,6 +171,7 @@ class Admission:
                 user_id=user_id,
                 limits=Limits.from_settings(self.settings),
                 message_id=message_id,
+                meta=meta,
             )
             if stored is None:
                 raise NotFound("conversation")  # the insert checks ownership itself

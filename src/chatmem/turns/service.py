@@ -332,11 +332,15 @@ class TurnService:
         *,
         file_ids: list[str] | None = None,
         idempotency_key: str | None = None,
+        from_app: str | None = None,
     ) -> Submitted:
-        """Starts a turn: stores the message ``content`` (with ``file_ids``) and answers it."""
+        """Starts a turn: stores the message ``content`` (with ``file_ids``) and answers it;
+        ``from_app``: the tool call whose app sent it (APPS-3, ``ui/message``)."""
         if not content.strip() and not file_ids:
             raise InvalidInput("content: write a message first")
-        return await self._submit(user_id, conversation_id, content, file_ids, idempotency_key)
+        return await self._submit(
+            user_id, conversation_id, content, file_ids, idempotency_key, from_app=from_app
+        )
 
     async def redo(
         self,
@@ -365,6 +369,7 @@ class TurnService:
         idempotency_key: str | None,
         *,
         redo: Redo | None = None,
+        from_app: str | None = None,
     ) -> Submitted:
         check_content(content)
         if idempotency_key:
@@ -389,6 +394,7 @@ class TurnService:
                         file_ids=file_ids or [],
                         message_id=message_id,
                         idempotency_key=idempotency_key,
+                        from_app=from_app,
                     )
                 else:
                     admitted = await first_unique_work(

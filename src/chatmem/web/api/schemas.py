@@ -115,6 +115,8 @@ def message_public(
         "reasoning": (message.meta or {}).get("reasoning"),
         # An answer cut short: "length" (the model's output limit), "content_filter".
         "finish_reason": (message.meta or {}).get("finish_reason"),
+        # APPS-3: a question an app sent (``ui/message``): {"tool_call_id", "tool"}.
+        "from_app": (message.meta or {}).get("from_app"),
     }
 
 

@@ -26,6 +26,8 @@ router = APIRouter(prefix="/api/v1/conversations", tags=["turns"])
 class TurnCreate(BaseModel):
     content: str = Field(default="", max_length=1_000_000)
     file_ids: list[str] = Field(default_factory=list, max_length=100)
+    #: APPS-3: the tool call whose app sends this message (``ui/message``).
+    app_tool_call_id: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 def _authenticate(request: Request) -> str:
@@ -87,7 +89,8 @@ async def start_turn(
     with its run id.  With ``Accept: text/event-stream`` it answers with the run's events
     instead, in the same response (one request to the first token); the run stays the
     server's: a client that goes away stops nothing, and may follow it again with ``GET
-    /api/v1/runs/{id}/events``."""
+    /api/v1/runs/{id}/events``.  ``app_tool_call_id``: an app's ``ui/message`` (APPS-3) —
+    a call of this conversation with an app; the message says it came from that app."""
     service = turn_service(request)
     submitted = await service.submit(
         user_id,
@@ -95,6 +98,7 @@ async def start_turn(
         body.content,
         file_ids=body.file_ids,
         idempotency_key=idempotency_key or None,
+        from_app=body.app_tool_call_id,
     )
     if "text/event-stream" in request.headers.get("accept", ""):
         return await follow(
