@@ -33,6 +33,7 @@ _.process_result_value
 _.tokens_o200k
 _.tokens_cl100k
 _.heartbeat_at  # runs: written with every heartbeat, for operators (TURN-3)
+_.opened_at  # app_workspaces: when the workspace was opened, for operators (APPS-4)
 _.last_used_at  # api_tokens: never written yet; dropping it needs a migration
 
 # io.RawIOBase (store/exchange/source), httpcore's network backend and pool (models/ssrf,

@@ -5,7 +5,8 @@ call of somebody else's conversation (or of an archived one) is :class:`NotFound
 missing one (STORE-1) — with its arguments, its text and whole results, and its server's
 app settings as they are now.  :func:`cached_resource` and :func:`keep_resource` are the
 HTML cache (``app_resources``): one row per server and URI, replaced when the server's
-version changes.
+version changes.  :func:`set_workspace` and :func:`workspace_of` keep the app a conversation
+has open in its Live Workspace (APPS-4).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from chatmem.errors import NotFound
-from chatmem.store.tables.apps import AppResource
+from chatmem.store.tables.apps import AppResource, AppWorkspace
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import McpServer
 from chatmem.store.tables.runs import ToolCallRow
@@ -160,3 +161,22 @@ def keep_resource(
             session.flush()
     except IntegrityError:  # the other fetch stored the same resource first
         pass
+
+
+def workspace_of(session: Session, conversation_id: str) -> str | None:
+    """APPS-4: the tool call whose app the conversation keeps open (None: closed)."""
+    row = session.get(AppWorkspace, conversation_id)
+    return row.tool_call_id if row is not None else None
+
+
+def set_workspace(session: Session, conversation_id: str, tool_call_id: str | None) -> None:
+    """Opens ``tool_call_id``'s app in the conversation's workspace (None: closes it).  The
+    caller checked the call is the conversation's and has an app (:func:`app_call_in`)."""
+    session.execute(delete(AppWorkspace).where(AppWorkspace.conversation_id == conversation_id))
+    if tool_call_id is not None:
+        session.add(
+            AppWorkspace(
+                conversation_id=conversation_id, tool_call_id=tool_call_id, opened_at=utcnow()
+            )
+        )
+        session.flush()

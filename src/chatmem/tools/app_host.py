@@ -58,6 +58,7 @@ from chatmem.settings import Settings
 from chatmem.store import apps as store
 from chatmem.store import tool_calls
 from chatmem.store.apps import AppCall, AppResourceRecord
+from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
 from chatmem.store.types import new_id
 from chatmem.store.units import read, work
@@ -78,7 +79,7 @@ from chatmem.tools.mcp_links import (
     describe,
 )
 from chatmem.tools.results import bound_tool_result, kept_result, whole_result
-from chatmem.tools.toolbox import KnownTool, McpServerConfig, server_config
+from chatmem.tools.toolbox import KnownTool, McpServerConfig, read_mcp_servers, server_config
 
 log = logging.getLogger(__name__)
 
@@ -252,12 +253,31 @@ class AppHost:
         ask_first = name in config.ask_first_tools
         if ask_first and not approved:
             raise ApprovalRequired(name)
+        _row_id, answer = await self._make(
+            call.conversation_id, user_id, server, name, arguments, ask_first=ask_first
+        )
+        return answer
+
+    async def _make(
+        self,
+        conversation_id: str,
+        user_id: str,
+        server: _Server,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        ask_first: bool,
+    ) -> tuple[str, dict[str, Any]]:
+        """One call made for the user (``caller`` "app"): recorded before it is made (TURN-3)
+        and when it ends, as a turn records the model's; its record id and the result an
+        app is answered (an error result when the server did not answer)."""
+        config, tool = server.config, server.tools.get(name)
         row_id = new_id()
         await work(
             self._db,
             tool_calls.tool_started,
             run_id=None,
-            conversation_id=call.conversation_id,
+            conversation_id=conversation_id,
             call_id=row_id,
             name=name,
             arguments=json.dumps(arguments, ensure_ascii=False),
@@ -280,10 +300,53 @@ class AppHost:
         duration = round((time.monotonic() - began) * 1000)
         await work(self._db, tool_calls.tool_finished, row_id, status, text, duration, whole)
         if whole is not None:
-            return whole
+            return row_id, whole
         if outcome.result is not None:
             text = f"The tool's result is larger than the {limit} bytes this server passes on."
-        return {"content": [{"type": "text", "text": text}], "isError": True}
+        return row_id, {"content": [{"type": "text", "text": text}], "isError": True}
+
+    # -- the Live Workspace (APPS-4) --------------------------------------------------------
+    async def workspaces(self) -> list[dict[str, str]]:
+        """The workspace tools one may open: each enabled server's that shows apps and whose
+        allow-list offers its workspace tool."""
+        configs, _stored = await read(self._db, read_mcp_servers, self._settings, self._secrets)
+        return [
+            {"server_id": c.id, "server_name": c.name, "tool": c.workspace_tool}
+            for c in configs
+            if c.show_apps and c.workspace_tool is not None and c.offers(c.workspace_tool)
+        ]
+
+    async def open_workspace(
+        self, user_id: str, conversation_id: str, server_id: str, *, approved: bool = False
+    ) -> str:
+        """APPS-4 "Open Live Workspace": calls the server's workspace tool for the user (no
+        arguments, no model turn; recorded as the app's call), keeps the call in the
+        conversation and opens its app in the workspace; the call's record id.  A server
+        without a workspace tool (or one not enabled, or showing no apps) is ``not_found``."""
+        await read(self._db, owned_conversation_row, user_id, conversation_id)
+        found = await read(self._db, server_config, self._settings, self._secrets, server_id)
+        config = found[0] if found is not None else None
+        if config is None or not config.show_apps or config.workspace_tool is None:
+            raise NotFound("workspace")
+        name = config.workspace_tool
+        link = await self._pool.ready_link(config)
+        listed = self._pool.listed(config.id)
+        tools = listed if listed is not None else stored_tools(found[1] if found else None)
+        server = _Server(config, link, {tool.name: tool for tool in tools})
+        tool = server.tools.get(name)
+        if tool is None or tool.app is None:
+            raise NotFound("workspace")
+        if not config.offers(name):
+            raise Forbidden("The administrator does not allow this tool.")
+        ask_first = name in config.ask_first_tools
+        if ask_first and not approved:
+            raise ApprovalRequired(name)
+        self.rate.take(conversation_id)
+        row_id, _answer = await self._make(
+            conversation_id, user_id, server, name, {}, ask_first=ask_first
+        )
+        await work(self._db, store.set_workspace, conversation_id, row_id)
+        return row_id
 
     async def read_resource(self, user_id: str, tool_call_id: str, uri: str) -> dict[str, Any]:
         """APPS-3: ``resources/read`` from the app of ``tool_call_id``, on its own server;

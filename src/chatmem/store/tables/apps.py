@@ -1,4 +1,5 @@
-"""MCP Apps (APPS-1): the apps' HTML as chatmem's server fetched it.
+"""MCP Apps (APPS-1, APPS-4): the apps' HTML as chatmem's server fetched it, and the app
+each conversation keeps open in its Live Workspace (``app_workspaces``).
 
 ``app_resources`` — one row per (server, ``ui://`` URI): the HTML of the app resource as the
 server last gave it, for the server version it gave then (a new version is fetched again),
@@ -35,3 +36,16 @@ class AppResource(Base):
     #: Why ``html`` is NULL (too large, not an app …), for the note the feed shows.
     problem: Mapped[str | None] = mapped_column(String(300), nullable=True)
     fetched_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AppWorkspace(Base):
+    """APPS-4: the one app a conversation keeps open beside it, the Live Workspace (a row:
+    open; none: closed) — a recorded tool call of the conversation that has an app."""
+
+    __tablename__ = "app_workspaces"
+
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    tool_call_id: Mapped[str] = mapped_column(String(32))
+    opened_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

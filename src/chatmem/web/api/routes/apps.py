@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
+from chatmem.store import apps as store
+from chatmem.store.conversations import owned_conversation_row
 from chatmem.tools.app_host import AppHost
 from chatmem.web.api.routes.turns import UserId
 from chatmem.web.api.schemas import Body
+from chatmem.web.deps import CurrentUser, DbSession
 from chatmem.web.errors import MCP_RESPONSES
 from chatmem.web.views.apps import app_public
 
@@ -67,3 +70,56 @@ async def app_resources_read(
     is ``forbidden``; one that is down, ``mcp_unavailable``).  Answers the
     ``ReadResourceResult`` (``{"contents": […]}``)."""
     return await app_host(request).read_resource(user_id, tool_call_id, body.uri)
+
+
+class WorkspaceChoice(Body):
+    tool_call_id: Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class WorkspaceOpen(Body):
+    server_id: Annotated[str, Field(min_length=1, max_length=64)]
+    #: The user approved the workspace tool when it is an "ask first" one (PROV-6).
+    approved: bool = False
+
+
+@router.get("/apps/workspaces")
+async def list_workspaces(request: Request, user_id: UserId) -> list[dict[str, Any]]:
+    """APPS-4: the workspace tools one may open ("Open Live Workspace"): each enabled server
+    that shows apps and names an allowed workspace tool, as ``{"server_id", "server_name",
+    "tool"}``."""
+    return list(await app_host(request).workspaces())
+
+
+@router.put("/conversations/{conversation_id}/workspace")
+def open_in_workspace(
+    conversation_id: str, body: WorkspaceChoice, user: CurrentUser, session: DbSession
+) -> dict[str, Any]:
+    """APPS-4: keeps the app of this conversation's call ``tool_call_id`` open in the Live
+    Workspace (across turns and reloads); a call of another conversation, or without an
+    app, is ``not_found``."""
+    owned_conversation_row(session, user.id, conversation_id)
+    store.app_call_in(session, conversation_id, body.tool_call_id)
+    store.set_workspace(session, conversation_id, body.tool_call_id)
+    return {"tool_call_id": body.tool_call_id}
+
+
+@router.delete("/conversations/{conversation_id}/workspace", status_code=204)
+def close_workspace(conversation_id: str, user: CurrentUser, session: DbSession) -> Response:
+    """APPS-4: closes the conversation's Live Workspace."""
+    owned_conversation_row(session, user.id, conversation_id)
+    store.set_workspace(session, conversation_id, None)
+    return Response(status_code=204)
+
+
+@router.post("/conversations/{conversation_id}/workspace/open", responses=MCP_RESPONSES)
+async def open_workspace(
+    conversation_id: str, body: WorkspaceOpen, request: Request, user_id: UserId
+) -> dict[str, Any]:
+    """APPS-4 "Open Live Workspace": calls the server's workspace tool for the user (recorded
+    as called by the app; no model turn), keeps the call in the conversation and opens its
+    app in the workspace; answers ``{"tool_call_id"}`` (``not_found`` when the server names
+    no workspace tool)."""
+    tool_call_id = await app_host(request).open_workspace(
+        user_id, conversation_id, body.server_id, approved=body.approved
+    )
+    return {"tool_call_id": tool_call_id}

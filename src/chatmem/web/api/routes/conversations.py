@@ -10,6 +10,7 @@ from chatmem.context.values import Mode
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
+from chatmem.store.apps import workspace_of
 from chatmem.store.profiles import profile_visible
 from chatmem.store.quotas import Limits
 from chatmem.web.api.schemas import Body, Offset, WholeNumber, conversation_public, evicted_public
@@ -77,7 +78,13 @@ def create_conversation(
     conversation = store.create_conversation(
         session, user, Limits.from_settings(settings), **body.model_dump()
     )
-    return conversation_public(conversation, message_count=0)
+    return conversation_public(conversation, message_count=0, workspace=None)
+
+
+def _workspace(session: DbSession, conversation_id: str) -> dict[str, str] | None:
+    """APPS-4: the app the conversation keeps open in its Live Workspace, or None."""
+    tool_call_id = workspace_of(session, conversation_id)
+    return {"tool_call_id": tool_call_id} if tool_call_id is not None else None
 
 
 @router.get("/{conversation_id}")
@@ -86,7 +93,9 @@ def read_conversation(
 ) -> dict[str, Any]:
     conversation = store.owned_conversation(session, user, conversation_id)
     return conversation_public(
-        conversation, message_count=store.message_count(session, conversation.id)
+        conversation,
+        message_count=store.message_count(session, conversation.id),
+        workspace=_workspace(session, conversation.id),
     )
 
 
@@ -106,7 +115,9 @@ def update_conversation(
         # CTX-7: the request is rolled back with the error, so nothing above sticks.
         raise InvalidInput("This model does not remember previous messages; its mode stays off.")
     return conversation_public(
-        conversation, message_count=store.message_count(session, conversation.id)
+        conversation,
+        message_count=store.message_count(session, conversation.id),
+        workspace=_workspace(session, conversation.id),
     )
 
 
