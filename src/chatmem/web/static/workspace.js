@@ -72,7 +72,14 @@
   async function openServer(offer, button) {
     button.disabled = true;
     try {
-      const opened = await api("POST", path("/workspace/open"), { server_id: offer.server_id });
+      let opened;
+      try {
+        opened = await api("POST", path("/workspace/open"), { server_id: offer.server_id });
+      } catch (err) {
+        // A workspace tool that asks first: asked here, then sent again approved.
+        if (err.code !== "approval_required" || !confirm(t("Run the tool {tool} on {server}?", { tool: offer.tool, server: offer.server_name }))) throw err;
+        opened = await api("POST", path("/workspace/open"), { server_id: offer.server_id, approved: true });
+      }
       if (window.chatmem.chat) await window.chatmem.chat.reload();
       show(opened.tool_call_id);
     } catch (err) { toast(err.message); }
