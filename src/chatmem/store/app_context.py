@@ -10,8 +10,9 @@ Rules:
   tokenizer, the per-message overhead included (CTX-2: planning reads the cached count).
 * More than :data:`MAX_APP_CONTEXT_TOKENS` under any tokenizer is refused
   (:class:`~chatmem.errors.TooLarge`) and nothing is stored: the previous context stays.
-* Setting or clearing it touches the conversation (``updated_at``), which keys its cached
-  plan (:func:`chatmem.store.engine.plan_version`).
+* Setting or clearing it touches the conversation (``updated_at``, which keys its cached
+  plan: :func:`chatmem.store.engine.plan_version`) and sets its ``has_app_context`` flag,
+  which a turn reads with the conversation's row (no statement more when there is none).
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.context.app_context import render_app_context
 from chatmem.context.tokens import MESSAGE_OVERHEAD
 from chatmem.errors import NotFound, TooLarge
-from chatmem.store.conversations import owned_conversation_row, touch_conversation
+from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.tables.app_context import AppContextRow
+from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.runs import ToolCallRow
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import utcnow
@@ -72,7 +74,7 @@ def set_app_context(
     for column, n in counts.items():
         setattr(row, column, n)
     row.updated_at = utcnow()
-    touch_conversation(session, conversation_id)
+    _flag(session, conversation_id, True)
     return tokens
 
 
@@ -83,4 +85,12 @@ def clear_app_context(session: Session, user_id: str, conversation_id: str) -> N
         delete(AppContextRow).where(AppContextRow.conversation_id == conversation_id)
     )
     if getattr(gone, "rowcount", 0):
-        touch_conversation(session, conversation_id)
+        _flag(session, conversation_id, False)
+
+
+def _flag(session: Session, conversation_id: str, present: bool) -> None:
+    session.execute(
+        update(Conversation)
+        .where(Conversation.id == conversation_id)
+        .values(has_app_context=present, updated_at=utcnow())
+    )

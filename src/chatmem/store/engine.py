@@ -426,6 +426,7 @@ _STEP = (
         Conversation.archived_at,
         Conversation.recall,
         Conversation.project_id,
+        Conversation.has_app_context,
         User.session_limit_usd,
         User.week_limit_usd,
         *message_bounds(bindparam("cid")),
@@ -434,10 +435,6 @@ _STEP = (
         .where(McpServer.enabled.is_(True))
         .scalar_subquery()
         .label("mcp_servers"),
-        select(func.count(AppContextRow.conversation_id))
-        .where(AppContextRow.conversation_id == bindparam("cid"))
-        .scalar_subquery()
-        .label("app_context"),
         # The conversation's profile, read with it (``p_`` + the profile's column names).
         *(column.label(f"p_{column.key}") for column in PROFILE_COLUMNS),
     )
@@ -470,7 +467,7 @@ def step_conversation(
         profile=profile_from_columns(row._mapping, prefix="p_"),
         project_id=row.project_id,
         own_limits=(row.session_limit_usd, row.week_limit_usd),
-        app_context=bool(row.app_context),
+        app_context=bool(row.has_app_context),
     )
 
 

@@ -2,6 +2,7 @@
 
 * ``app_contexts``: conversation → the tool call whose app set it, the content as given, the
   text sent to the model and its counts for every tokenizer.
+* ``conversations.has_app_context``: whether it has one (read with the row by a turn).
 
 Revision ID: 0019_app_context
 Revises: 0018_app_workspaces
@@ -38,7 +39,14 @@ def upgrade() -> None:
         sa.Column("tokens_cl100k", sa.Integer(), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     )
+    # A plain ADD COLUMN (no table rebuild on SQLite): a constant default.
+    op.add_column(
+        "conversations",
+        sa.Column("has_app_context", sa.Boolean(), nullable=False, server_default=sa.false()),
+    )
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("conversations") as batch:
+        batch.drop_column("has_app_context")
     op.drop_table("app_contexts")
