@@ -7,6 +7,7 @@ Hierarchy (every class; two live beside the one rule that raises them, named her
     ├── InvalidInput                  invalid_input
     │   └── ImportFormatError         invalid_input    (malformed or foreign export file)
     ├── PayloadTooLarge               payload_too_large (an image over its size bound)
+    ├── TooLarge                      too_large        (an app's model context over its bound)
     ├── UploadTimedOut                request_timeout  (an upload slower than its time bound)
     ├── Unauthorized                  unauthorized
     ├── Forbidden                     forbidden
@@ -75,6 +76,20 @@ class PayloadTooLarge(ChatmemError):
     """An upload is larger than its bound (PROJ-2: an image over ``max_image_bytes``)."""
 
     code = "payload_too_large"
+
+
+class TooLarge(ChatmemError):
+    """APPS-3: an app's model context is more tokens than it may take; nothing was stored."""
+
+    code = "too_large"
+
+    def __init__(self, tokens: int, limit: int) -> None:
+        super().__init__(
+            f"The app's context is {tokens:,} tokens; an app may give the model at most "
+            f"{limit:,}. Nothing was stored.",
+            tokens=tokens,
+            limit=limit,
+        )
 
 
 class UploadTimedOut(ChatmemError):

@@ -482,6 +482,7 @@ def test_plan_to_dict_has_exactly_the_contract_shape() -> None:
         "messages",
         "files",
         "images",
+        "apps",  # APPS-3 (CONTRACT: the app-context line)
         "reserve",
         "free",
         "used",

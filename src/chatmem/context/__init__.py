@@ -27,6 +27,7 @@ from chatmem.context.tokens import (
 )
 from chatmem.context.values import (
     MODES,
+    AppContext,
     Conversation,
     File,
     Message,
@@ -43,6 +44,7 @@ __all__ = [
     "SUMMARY_SECTIONS",
     "TOKENIZER_NAMES",
     "TRUNCATION_MARKER",
+    "AppContext",
     "Breakdown",
     "CompactionDecision",
     "CompactionRequest",

@@ -6,8 +6,8 @@ Theory of operation
 draft, same plan.  It never calls a model, reads a file or the environment.
 
 1. The mode actually used is :func:`~chatmem.context.modes.effective_mode` (CTX-7).
-2. Fixed parts are counted: instructions, tool definitions (CTX-1), the summary when the mode
-   sends it (CTX-9), pinned files (CTX-16), the current turn (``turn_start`` onwards, always
+2. Fixed parts are counted: instructions, tool definitions (CTX-1), an app's model context
+   (APPS-3, its cached count), the summary when the mode sends it (CTX-9), pinned files (CTX-16), the current turn (``turn_start`` onwards, always
    sent, TURN-5/CTX-13) and the draft (the newest user message, CTX-17).
 3. The mode picks history newest-first within ``window - answer reserve - fixed parts``
    (``modes.py``), using cached per-message counts (CTX-2): the walk stops at the summary
@@ -97,6 +97,7 @@ from chatmem.context.tokens import (
     get_tokenizer,
 )
 from chatmem.context.values import (
+    AppContext,
     Conversation,
     File,
     FileStatus,
@@ -157,6 +158,12 @@ class _Fixed:
     summary: int  # the current summary, when the mode sends it
     draft: int
     pinned: int
+    apps: int  # an app's model context (APPS-3)
+
+    @property
+    def always(self) -> int:
+        """What every request carries before history and the turn (CTX-21)."""
+        return self.instructions + self.tools + self.apps + self.draft + self.pinned
 
 
 @dataclass(slots=True)
@@ -332,6 +339,16 @@ def _fixed_parts(frame: _Frame, draft: str | None) -> _Fixed:
         summary=summary_tokens(frame.summary, tok) if frame.summary is not None else 0,
         draft=MESSAGE_OVERHEAD + tok.count(draft) if draft else 0,
         pinned=sum(file_tokens(f, tok) for f in pinned),
+        apps=_app_context_tokens(conversation.app_context, tok),
+    )
+
+
+def _app_context_tokens(context: AppContext | None, tok: Tokenizer) -> int:
+    """APPS-3: the app context's cached count (counted here only when none was cached)."""
+    if context is None:
+        return 0
+    return (
+        context.tokens if context.tokens is not None else MESSAGE_OVERHEAD + tok.count(context.text)
     )
 
 
@@ -356,7 +373,7 @@ def _current_turn(
     )
     if rider_toks:
         turn.riders += sum(rider_toks.get(m.id, 0) for m in messages[stop:n])
-    fixed_tokens = fixed.instructions + fixed.tools + fixed.draft + fixed.pinned + turn.riders
+    fixed_tokens = fixed.always + turn.riders
     most = max(new_summary_tokens(frame.profile), fixed.summary)
     if turn.tokens <= frame.budget - fixed_tokens - (most if frame.mode in SUMMARY_MODES else 0):
         return turn
@@ -398,7 +415,7 @@ def _memory(
         )
         return _Memory(chosen, fixed.summary, draft_tokens, window_tail=tail)
     # CTX-21: what every request of this turn carries, whatever the memory holds.
-    must = fixed.instructions + fixed.tools + fixed.draft + fixed.pinned + turn.tokens + turn.riders
+    must = fixed.always + turn.tokens + turn.riders
     riding = auto_file_tokens(frame.conversation.files, frame.tok)
     for mid, extra in rider_toks.items():  # step 4: auto files and images ride with their message
         riding[mid] = riding.get(mid, 0) + extra
@@ -473,7 +490,7 @@ def _request_messages(
     draft: str | None,
     draft_riders: Sequence[Rider],
 ) -> list[dict[str, Any]]:
-    """The request as sent: instructions, the summary (or the one the fold will write),
+    """The request as sent: instructions, an app's context, the summary (or the one the fold will write),
     files, the history, the turn and the draft."""
     conversation, role = frame.conversation, frame.profile.instructions_role
     sent: list[dict[str, Any]] = []
@@ -481,6 +498,8 @@ def _request_messages(
         sent.append({"role": role, "content": conversation.project_instructions})
     if conversation.instructions:
         sent.append({"role": role, "content": conversation.instructions})
+    if conversation.app_context is not None:  # APPS-3: after the instructions
+        sent.append({"role": role, "content": conversation.app_context.text})
     if memory.fold is not None:
         pending = PENDING_SUMMARY.format(n=memory.fold.cut - memory.fold.start)
         sent.append({"role": role, "content": f"{SUMMARY_HEADER}\n\n{pending}"})
@@ -503,7 +522,7 @@ def _breakdown(
     frame: _Frame, fixed: _Fixed, *, summary: int, messages: int, files: int, images: int
 ) -> Breakdown:
     """Step 5 (CTX-18): ``used`` is everything sent; ``used + reserve + free = window``."""
-    used = fixed.instructions + fixed.tools + summary + messages + files + images
+    used = fixed.instructions + fixed.tools + fixed.apps + summary + messages + files + images
     window, reserve = frame.profile.context_window, frame.profile.answer_reserve
     return Breakdown(
         instructions=fixed.instructions,
@@ -512,6 +531,7 @@ def _breakdown(
         messages=messages,
         files=files,
         images=images,
+        apps=fixed.apps,
         reserve=reserve,
         free=max(0, window - used - reserve),
         used=used,

@@ -46,6 +46,8 @@ class Breakdown:
     free: int
     used: int
     window: int
+    #: APPS-3: an app's model context (the "Apps" row).
+    apps: int = 0
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class Plan:
                 "messages": t.messages,
                 "files": t.files,
                 "images": t.images,
+                "apps": t.apps,
                 "reserve": t.reserve,
                 "free": t.free,
                 "used": t.used,

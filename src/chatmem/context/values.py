@@ -93,6 +93,16 @@ class File:
 
 
 @dataclass(frozen=True)
+class AppContext:
+    """APPS-3: what an MCP App asked the model to know (``ui/update-model-context``), as the
+    text sent (naming the app's tool) and its cached count, per-message overhead included
+    (CTX-2: counted when stored, never here).  ``tokens`` None: count it (the offline path)."""
+
+    text: str
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class Prices:
     """USD per million tokens.  ``free`` models cost nothing and say so (CTX-17, CTX-18)."""
 
@@ -166,3 +176,5 @@ class Conversation:
     tools: Sequence[Mapping[str, Any]] = field(default_factory=tuple)  # OpenAI tool schemas
     #: PROJ-1: the project's instructions, sent before the conversation's own.
     project_instructions: str = ""
+    #: APPS-3: an app's model context, sent after the instructions (an "Apps" row, CTX-18).
+    app_context: AppContext | None = None

@@ -33,6 +33,7 @@ from typing import Any, overload
 from sqlalchemy import BigInteger, Connection, bindparam, cast, false, func, select, true
 from sqlalchemy.orm import Session, aliased
 
+from chatmem.context.values import AppContext as EngineAppContext
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import File as EngineFile
 from chatmem.context.values import Message as EngineMessage
@@ -42,6 +43,7 @@ from chatmem.store import projects
 from chatmem.store.db import connection_of
 from chatmem.store.profiles import PROFILE_COLUMNS, ProfileRecord, profile_from_columns
 from chatmem.store.tables.accounts import User
+from chatmem.store.tables.app_context import AppContextRow
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
 from chatmem.store.tables.profiles import McpServer, ModelProfile
 from chatmem.store.tables.projects import Project
@@ -411,6 +413,8 @@ class StepConversation:
     project_id: str | None = None
     #: USE-2: the owner's own included usage (session, week) where an administrator set it.
     own_limits: tuple[float | None, float | None] = (None, None)
+    #: APPS-3: whether an app set a model context (read only then).
+    app_context: bool = False
 
 
 _STEP = (
@@ -422,6 +426,7 @@ _STEP = (
         Conversation.archived_at,
         Conversation.recall,
         Conversation.project_id,
+        Conversation.has_app_context,
         User.session_limit_usd,
         User.week_limit_usd,
         *message_bounds(bindparam("cid")),
@@ -462,6 +467,7 @@ def step_conversation(
         profile=profile_from_columns(row._mapping, prefix="p_"),
         project_id=row.project_id,
         own_limits=(row.session_limit_usd, row.week_limit_usd),
+        app_context=bool(row.has_app_context),
     )
 
 
@@ -572,6 +578,7 @@ def load_engine_conversation(
     has_files: bool = True,
     calibration: float = 1.0,
     project_id: str | None = None,
+    has_app_context: bool = True,
 ) -> EngineConversation:
     """The engine's view of a stored conversation, with counts for ``tokenizer``.
 
@@ -582,7 +589,8 @@ def load_engine_conversation(
     (:func:`conversation_extras`).  ``calibration``: the profile's factor (CTX-2), applied to
     every cached count (messages, the summary, files) as the calibrated tokenizer applies it
     to new text.  ``project_id``: the conversation's project (PROJ-1), whose instructions
-    and files (with the conversation's own states) join the conversation's."""
+    and files (with the conversation's own states) join the conversation's.
+    ``has_app_context`` False: no app set a model context (APPS-3), so it is not read."""
     column = column_for(tokenizer)
     connection = connection_of(session)
     fill_uncounted(connection, conversation_id, column)  # once per message, then stored
@@ -637,6 +645,15 @@ def load_engine_conversation(
             )
             or ""
         )
+    app_context = None
+    if has_app_context:
+        found = connection.execute(
+            select(AppContextRow.text, getattr(AppContextRow, column)).where(
+                AppContextRow.conversation_id == conversation_id
+            )
+        ).first()
+        if found is not None:
+            app_context = EngineAppContext(found[0], scale.apply(found[1]))
     return EngineConversation(
         messages=messages,
         summary=summary,
@@ -644,4 +661,5 @@ def load_engine_conversation(
         instructions=instructions,
         tools=tools,
         project_instructions=project_instructions,
+        app_context=app_context,
     )

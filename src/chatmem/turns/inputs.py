@@ -340,6 +340,7 @@ def load_inputs(
         has_files=bool(row.files),
         calibration=factor_of(tokenizer),
         project_id=row.project_id,
+        has_app_context=row.app_context,
     )
     if draft_files is not None:
         chosen = set(draft_files)

@@ -41,6 +41,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "does_not_fit": 413,
     "insufficient_credits": 402,
     "payload_too_large": 413,
+    "too_large": 413,
     "request_timeout": 408,
     "context_length_exceeded": 413,
     "answer_too_large": 502,
@@ -107,7 +108,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: _declared("not_found, also for other users' objects"),
     405: _declared("method_not_allowed"),
     409: _declared("conflict, quota_exceeded, turn_running, compaction_running …"),
-    413: _declared("payload_too_large, does_not_fit"),
+    413: _declared("payload_too_large, does_not_fit, too_large"),
     422: _declared("invalid_input: a field is missing, of the wrong type or out of bounds"),
     429: _declared("rate_limited, with Retry-After"),
 }

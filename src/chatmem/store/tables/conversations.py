@@ -97,6 +97,9 @@ class Conversation(Base):
     # Extras carried through export/import (e.g. an imported export's non-secret ``profile``
     # settings when no local profile is linked); owned by store/exchange.
     meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # APPS-3: an app set a model context (``app_contexts``): read with the row, so a turn of a
+    # conversation without one never asks for it.
+    has_app_context: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Message(Base):

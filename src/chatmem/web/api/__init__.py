@@ -29,6 +29,7 @@ ROUTE_MODULES = [
     "mcp_servers",
     "tool_calls",
     "apps",
+    "app_context",
     "compaction",
     "summary",
     "usage",

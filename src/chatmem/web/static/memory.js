@@ -113,7 +113,10 @@
     document.getElementById("mw-percent").textContent = fmtPercent(percent(plan));
     document.getElementById("mw-meter").style.width = percent(plan) + "%";
     for (const row of dialog.querySelectorAll("#mw-breakdown tr[data-key]")) {
-      row.querySelector("td").textContent = fmtInt(tokens[row.dataset.key] || 0);
+      const value = tokens[row.dataset.key] || 0;
+      row.querySelector("td").textContent = fmtInt(value);
+      // APPS-3: the "Apps" row only while an app gives the model context.
+      if (row.hasAttribute("data-optional")) row.hidden = !value;
     }
     // USE-3/USE-4: the plan is priced on the model that will answer; say which when it is
     // not the chat's own (the fallback under a lock, Auto's pick).
