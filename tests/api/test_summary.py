@@ -17,7 +17,7 @@ from chatmem.store.tables.conversations import Summary
 from chatmem.store.tables.runs import Run
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import utcnow
-from chatmem.turns.service import LOCK_TTL, lock_name
+from chatmem.turns.conversation_lock import LOCK_TTL, lock_name
 from chatmem.web.app import create_app
 
 FIRST = "Goal: Rome trip. Key facts: 3 days."

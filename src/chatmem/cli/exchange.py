@@ -31,6 +31,7 @@ from chatmem.formats.source import ImportSource
 from chatmem.security.private_dir import make_private_dir
 from chatmem.settings import Settings
 from chatmem.store import accounts
+from chatmem.store.accounts import UserRecord
 from chatmem.store.archive import Archiver, archive_imported
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_conversation_ids, export_stream
@@ -38,7 +39,6 @@ from chatmem.store.exchange.importer import import_source
 from chatmem.store.exchange.staged import STAGING_PREFIX
 from chatmem.store.quotas import Limits
 from chatmem.store.sessions import Session
-from chatmem.store.tables.accounts import User
 
 
 def _database(settings: Settings) -> Database:
@@ -48,7 +48,7 @@ def _database(settings: Settings) -> Database:
     return db
 
 
-def resolve_user(session: Session, name: str | None) -> User:
+def resolve_user(session: Session, name: str | None) -> UserRecord:
     """``--user NAME``, else the first administrator, else the only user."""
     if name is not None:
         user = accounts.user_by_name(session, name)

@@ -34,9 +34,9 @@ from chatmem.models.client import ModelEndpoint
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox, profile_aad
 from chatmem.store import profiles as store
+from chatmem.store.accounts import UserRecord
 from chatmem.store.profiles import ProfileRecord
 from chatmem.store.sessions import Session
-from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_DEFAULT,
@@ -97,20 +97,20 @@ KNOB_DEFAULTS: Mapping[str, Any] = {
 # --- lookups -----------------------------------------------------------------------------------
 
 
-def visible_profile(session: Session, user: User, profile_id: str) -> ProfileRecord:
+def visible_profile(session: Session, user: UserRecord, profile_id: str) -> ProfileRecord:
     record = store.visible_profile(session, user.id, profile_id)
     if record is None:
         raise NotFound("profile")
     return record
 
 
-def can_edit(row: ProfileRecord, user: User) -> bool:
+def can_edit(row: ProfileRecord, user: UserRecord) -> bool:
     """The owner, or an administrator for a shared profile: who may change it and see all of
     it (its endpoint included, SEC-4)."""
     return row.user_id == user.id or bool(row.shared and user.is_admin)
 
 
-def editable_profile(session: Session, user: User, profile_id: str) -> ProfileRecord:
+def editable_profile(session: Session, user: UserRecord, profile_id: str) -> ProfileRecord:
     """The profile to change or delete: one the user may use and edit."""
     record = store.visible_profile(session, user.id, profile_id)
     if record is None:
@@ -145,7 +145,7 @@ def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
 
 def create_profile(
     session: Session,
-    user: User,
+    user: UserRecord,
     secrets: SecretBox,
     policy: EndpointPolicy,
     fields: Mapping[str, Any],
@@ -169,7 +169,7 @@ def create_profile(
 
 def update_profile(
     session: Session,
-    user: User,
+    user: UserRecord,
     row: ProfileRecord,
     secrets: SecretBox,
     policy: EndpointPolicy,
@@ -184,7 +184,7 @@ def update_profile(
 def _checked(
     session: Session,
     row: Mapping[str, Any],
-    user: User,
+    user: UserRecord,
     secrets: SecretBox,
     policy: EndpointPolicy,
     fields: Mapping[str, Any],
@@ -228,7 +228,7 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _validate(session: Session, user: User, profile_id: str, row: Mapping[str, Any]) -> None:
+def _validate(session: Session, user: UserRecord, profile_id: str, row: Mapping[str, Any]) -> None:
     """The profile's editable values as they would be after a change (``row``), checked."""
     window = row["context_window"]
     if not _whole(window) or not CONTEXT_WINDOW_MIN <= window <= CONTEXT_WINDOW_MAX:

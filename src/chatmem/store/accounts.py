@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, or_, select, update
+from sqlalchemy import Connection, Executable, and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import Conflict, InvalidInput, NotFound, QuotaExceeded, Unauthorized
@@ -51,19 +53,9 @@ Account = User | UserRecord
 
 def user_record(user: User) -> UserRecord:
     """The record of an ORM row (after a write)."""
-    return UserRecord(
-        user.id,
-        user.name,
-        bool(user.password_hash),
-        bool(user.is_admin),
-        bool(user.disabled),
-        user.locale,
-        user.evicted_conversations,
-        user.evicted_messages,
-        user.session_limit_usd,
-        user.week_limit_usd,
-        user.created_at,
-    )
+    columns = [field.name for field in dataclass_fields(UserRecord) if field.name != "has_password"]
+    values = {name: getattr(user, name) for name in columns}
+    return UserRecord(has_password=bool(user.password_hash), **values)
 
 
 def check_name(name: str) -> str:
@@ -87,7 +79,7 @@ def new_password_hash(password: str | None) -> str | None:
 
 def create_user(
     session: Session, name: str, *, password_hash: str | None = None, is_admin: bool = False
-) -> User:
+) -> UserRecord:
     """A new user; ``password_hash`` from :func:`new_password_hash`, made beforehand."""
     check_name(name)
     if user_by_name(session, name) is not None:
@@ -101,42 +93,72 @@ def create_user(
     )
     session.add(user)
     session.flush()
-    return user
+    return user_record(user)
 
 
-def user_by_name(session: Session, name: str) -> User | None:
-    return session.scalars(select(User).where(User.name == name)).first()
+def _column(field: str) -> Any:
+    """The record's field as SQL: its column, and ``has_password`` ``bool(password_hash)``."""
+    if field == "has_password":
+        return and_(User.password_hash.is_not(None), User.password_hash != "")
+    return getattr(User, field)
 
 
-def user_by_id(session: Session, user_id: str) -> User | None:
-    return session.get(User, user_id)
+# The record's columns, read as they are (no ORM object is built): the signed-in user is
+# looked up by id on every request.
+_USER_COLUMNS = select(*(_column(field.name) for field in dataclass_fields(UserRecord)))
+_USER_BY_ID = _USER_COLUMNS.where(User.id == bindparam("user_id"))
+_USER_BY_NAME = _USER_COLUMNS.where(User.name == bindparam("name"))
+
+
+def _one_user(session: Session, statement: Executable, values: dict[str, Any]) -> UserRecord | None:
+    row = session.execute(statement, values).first()
+    return None if row is None else UserRecord(*row)
+
+
+def user_by_name(session: Session, name: str) -> UserRecord | None:
+    return _one_user(session, _USER_BY_NAME, {"name": name})
+
+
+def user_by_id(session: Session, user_id: str) -> UserRecord | None:
+    return _one_user(session, _USER_BY_ID, {"user_id": user_id})
 
 
 def admin_by_name(session: Session, name: str) -> UserRecord | None:
     """The administrator with this name, None when there is none (or the user is not one)."""
-    row = session.scalars(select(User).where(User.name == name, User.is_admin.is_(True))).first()
-    return None if row is None else user_record(row)
+    return _one_user(session, _USER_BY_NAME.where(User.is_admin.is_(True)), {"name": name})
 
 
-def first_admin(session: Session) -> User | None:
+def first_admin(session: Session) -> UserRecord | None:
     """The administrator created first, None when there is none."""
-    return session.scalars(
-        select(User).where(User.is_admin.is_(True)).order_by(User.created_at, User.id).limit(1)
-    ).first()
+    statement = (
+        _USER_COLUMNS.where(User.is_admin.is_(True)).order_by(User.created_at, User.id).limit(1)
+    )
+    return _one_user(session, statement, {})
 
 
-def sole_user(session: Session, *, not_prefixed: str) -> User | None:
+def sole_user(session: Session, *, not_prefixed: str) -> UserRecord | None:
     """The only user whose name does not start with ``not_prefixed``, None when there are
     none or several."""
-    users = list(session.scalars(select(User).where(~User.name.startswith(not_prefixed)).limit(2)))
+    statement = _USER_COLUMNS.where(~User.name.startswith(not_prefixed)).limit(2)
+    users = [UserRecord(*row) for row in session.execute(statement)]
     return users[0] if len(users) == 1 else None
+
+
+def set_locale(session: Session, user_id: str, locale: str | None) -> UserRecord:
+    """The user's interface language (PROJ-4; None: the browser's) is ``locale`` from now
+    on; returns the user as it now is."""
+    session.execute(update(User).where(User.id == user_id).values(locale=locale))
+    user = user_by_id(session, user_id)
+    if user is None:  # pragma: no cover - the caller holds the signed-in user
+        raise NotFound("user")
+    return user
 
 
 def require_user(session: Session, name: str) -> UserRecord:
     user = user_by_name(session, name)
     if user is None:
         raise NotFound("user")
-    return user_record(user)
+    return user
 
 
 def count_users(session: Session) -> int:

@@ -31,7 +31,7 @@ MAX_USD = 1_000_000.0
 
 def record(
     session: Session,
-    admin: User,
+    admin: UserRecord,
     action: str,
     target_type: str,
     target_id: str | None,
@@ -113,7 +113,7 @@ def _pending_request(session: Session, request_id: str) -> ExtensionRequest:
 
 
 def grant_extension(
-    session: Session, admin: User, request_id: str, amount_usd: float, scope: str
+    session: Session, admin: UserRecord, request_id: str, amount_usd: float, scope: str
 ) -> ExtensionRecord:
     """Grants ``amount_usd`` more included usage for the current period or permanently:
     it raises both the session and the weekly included usage (see :mod:`chatmem.store.ledger`)."""
@@ -136,7 +136,7 @@ def grant_extension(
     return extension_record(row)
 
 
-def decline_extension(session: Session, admin: User, request_id: str) -> ExtensionRecord:
+def decline_extension(session: Session, admin: UserRecord, request_id: str) -> ExtensionRecord:
     row = _pending_request(session, request_id)
     now = utcnow()
     row.status, row.decided_by, row.decided_at = "declined", admin.id, now
@@ -163,12 +163,12 @@ def all_users(session: Session) -> list[UserRecord]:
 
 
 def add_user(
-    session: Session, admin: User, name: str, password_hash: str | None, is_admin: bool
+    session: Session, admin: UserRecord, name: str, password_hash: str | None, is_admin: bool
 ) -> UserRecord:
     """A new user; ``password_hash`` made before the transaction (``new_password_hash``)."""
     user = accounts.create_user(session, name, password_hash=password_hash, is_admin=is_admin)
     record(session, admin, "add_user", "user", user.id, {"name": user.name, "is_admin": is_admin})
-    return user_record(user)
+    return user
 
 
 def _sign_out_everywhere(session: Session, user: User) -> None:
@@ -179,7 +179,9 @@ def _sign_out_everywhere(session: Session, user: User) -> None:
     )
 
 
-def update_user(session: Session, admin: User, user_id: str, changes: dict[str, Any]) -> UserRecord:
+def update_user(
+    session: Session, admin: UserRecord, user_id: str, changes: dict[str, Any]
+) -> UserRecord:
     """Applies the keys present in ``changes``: ``disabled``, ``password_hash`` (a new
     password's, made before the transaction: ``accounts.new_password_hash``), ``is_admin``,
     ``session_limit_usd`` / ``week_limit_usd`` (None: back to the deployment's limits).

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 from chatmem.context.values import MODES
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store import projects, quotas
+from chatmem.store.accounts import Account
 from chatmem.store.quotas import Limits
 from chatmem.store.search import search_source, search_values
 from chatmem.store.tables.accounts import User
@@ -47,7 +48,7 @@ DEFAULT_PAGE = 50
 # --- folders -----------------------------------------------------------------------------
 
 
-def owned_folder(session: Session, user: User, folder_id: str) -> Folder:
+def owned_folder(session: Session, user: Account, folder_id: str) -> Folder:
     folder = session.get(Folder, folder_id)
     if folder is None or folder.user_id != user.id:
         raise NotFound("folder")
@@ -68,7 +69,7 @@ def _folder_record(folder: Folder) -> FolderRecord:
     return FolderRecord(folder.id, folder.user_id, folder.name, folder.created_at)
 
 
-def list_folders(session: Session, user: User) -> list[FolderRecord]:
+def list_folders(session: Session, user: Account) -> list[FolderRecord]:
     return [
         _folder_record(folder)
         for folder in session.scalars(
@@ -84,7 +85,7 @@ def _folder_name(name: str) -> str:
     return name
 
 
-def create_folder(session: Session, user: User, name: str, limits: Limits) -> FolderRecord:
+def create_folder(session: Session, user: Account, name: str, limits: Limits) -> FolderRecord:
     quotas.check_folder_quota(session, user, limits)
     folder = Folder(user_id=user.id, name=_folder_name(name), created_at=utcnow())
     session.add(folder)
@@ -109,7 +110,7 @@ def delete_folder(session: Session, folder: Folder) -> None:
 
 
 def owned_conversation(
-    session: Session, user: User, conversation_id: str, *, archived: bool = False
+    session: Session, user: Account, conversation_id: str, *, archived: bool = False
 ) -> Conversation:
     """The user's conversation; archived ones only when asked for (ARCH-1)."""
     conversation = session.get(Conversation, conversation_id)
@@ -204,7 +205,7 @@ def _title(title: str) -> str:
 
 def create_conversation(
     session: Session,
-    user: User,
+    user: Account,
     limits: Limits,
     *,
     title: str = "",
@@ -275,7 +276,7 @@ def create_conversation_as(
 
 
 def update_conversation(
-    session: Session, user: User, conversation: Conversation, changes: dict[str, Any]
+    session: Session, user: Account, conversation: Conversation, changes: dict[str, Any]
 ) -> None:
     """Applies a PATCH: only keys present in ``changes`` change (``None`` clears folder/profile)."""
     if "title" in changes:
@@ -400,7 +401,7 @@ def _list_statement(search: str | None, folder: bool, cursor: bool, offset: bool
 
 def list_conversations(
     session: Session,
-    user: User,
+    user: Account,
     *,
     limit: int = DEFAULT_PAGE,
     cursor: str | None = None,

@@ -13,8 +13,8 @@ from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
+from chatmem.store.accounts import Account
 from chatmem.store.db import connection_of
-from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Message
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import new_id, utcnow
@@ -156,19 +156,21 @@ def _record(row: File) -> FileRecord:
     )
 
 
-def owned_file(session: Session, user: User, file_id: str) -> FileRecord:
+def owned_file(session: Session, user: Account, file_id: str) -> FileRecord:
     """The file, when its conversation is the user's and not archived (else NotFound,
     STORE-1)."""
     return _record(_owned_file_row(session, user, file_id))
 
 
-def owned_file_data(session: Session, user: User, file_id: str) -> tuple[FileRecord, bytes | None]:
+def owned_file_data(
+    session: Session, user: Account, file_id: str
+) -> tuple[FileRecord, bytes | None]:
     """:func:`owned_file` with a binary attachment's bytes (None for a text file)."""
     row = _owned_file_row(session, user, file_id)
     return _record(row), row.data
 
 
-def set_file_state(session: Session, user: User, file_id: str, state: str) -> FileRecord:
+def set_file_state(session: Session, user: Account, file_id: str, state: str) -> FileRecord:
     """Sets the state (CTX-16) of the user's file and returns it as stored."""
     row = _owned_file_row(session, user, file_id)
     row.state = check_state(state)
@@ -176,7 +178,7 @@ def set_file_state(session: Session, user: User, file_id: str, state: str) -> Fi
     return _record(row)
 
 
-def _owned_file_row(session: Session, user: User, file_id: str) -> File:
+def _owned_file_row(session: Session, user: Account, file_id: str) -> File:
     row = session.execute(
         select(File)
         .join(Conversation, Conversation.id == File.conversation_id)

@@ -12,18 +12,24 @@ plans see it (``store.engine.plan_version``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound, QuotaExceeded
+from chatmem.store.accounts import Account
 from chatmem.store.files import MAX_NAME, check_state
-from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.projects import Project, ProjectFile, ProjectFileState
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import iso, utcnow
+
+if TYPE_CHECKING:  # conversations imports this module
+    from chatmem.store.conversations import ConversationRecord
 
 MAX_PROJECT_NAME = 200
 
@@ -35,30 +41,73 @@ def _name(name: str) -> str:
     return name
 
 
-def owned_project(session: Session, user_id: str, project_id: str) -> Project:
-    project = session.get(Project, project_id)
-    if project is None or project.user_id != user_id:
+@dataclass(frozen=True, slots=True)
+class ProjectRecord:
+    """One project as read (the columns of ``projects``)."""
+
+    id: str
+    user_id: str
+    name: str
+    instructions: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectFileRecord:
+    """One project file as read (the columns of ``project_files``)."""
+
+    id: str
+    project_id: str
+    name: str
+    content: str
+    size: int
+    tokens_estimate: int
+    tokens_o200k: int
+    tokens_cl100k: int
+    created_at: datetime
+
+
+# The records' columns, read as they are (no ORM object is built).
+_PROJECTS = select(*(getattr(Project, f.name) for f in dataclass_fields(ProjectRecord)))
+_FILES_OF = select(*(getattr(ProjectFile, f.name) for f in dataclass_fields(ProjectFileRecord)))
+
+
+def _project_record(row: Project) -> ProjectRecord:
+    """The record of an ORM row (after a write)."""
+    return ProjectRecord(*(getattr(row, f.name) for f in dataclass_fields(ProjectRecord)))
+
+
+def _file_record(row: ProjectFile) -> ProjectFileRecord:
+    """The record of an ORM row (after a write)."""
+    return ProjectFileRecord(*(getattr(row, f.name) for f in dataclass_fields(ProjectFileRecord)))
+
+
+def owned_project(session: Session, user_id: str, project_id: str) -> ProjectRecord:
+    row = session.execute(
+        _PROJECTS.where(Project.id == project_id, Project.user_id == user_id)
+    ).first()
+    if row is None:
         raise NotFound("project")
-    return project
+    return ProjectRecord(*row)
 
 
-def list_projects(session: Session, user: User) -> list[Project]:
-    return list(
-        session.scalars(
-            select(Project).where(Project.user_id == user.id).order_by(Project.name, Project.id)
-        )
+def list_projects(session: Session, user: Account) -> list[ProjectRecord]:
+    rows = session.execute(
+        _PROJECTS.where(Project.user_id == user.id).order_by(Project.name, Project.id)
     )
+    return [ProjectRecord(*row) for row in rows]
 
 
 def create_project(
     session: Session,
-    user: User,
+    user: Account,
     *,
     name: str,
     instructions: str = "",
     limit: int | None = None,
     project_id: str | None = None,
-) -> Project:
+) -> ProjectRecord:
     """``limit``: the most projects a user may keep (STORE-4's quotas; None: no limit)."""
     if limit is not None:
         count = session.scalar(select(func.count(Project.id)).where(Project.user_id == user.id))
@@ -75,29 +124,40 @@ def create_project(
     )
     session.add(project)
     session.flush()
-    return project
+    return _project_record(project)
 
 
-def update_project(session: Session, project: Project, changes: dict[str, Any]) -> None:
+def _touch_project(session: Session, project_id: str) -> None:
+    """The project changed (its ``updated_at`` is now): what keys its conversations'
+    cached plans."""
+    session.execute(update(Project).where(Project.id == project_id).values(updated_at=utcnow()))
+
+
+def update_project(
+    session: Session, project: ProjectRecord, changes: dict[str, Any]
+) -> ProjectRecord:
+    """Applies a PATCH (only keys present in ``changes`` change); returns the project as it
+    now is."""
+    values: dict[str, Any] = {}
     if "name" in changes:
         if changes["name"] is None:
             raise InvalidInput("name: must be a string")
-        project.name = _name(changes["name"])
+        values["name"] = _name(changes["name"])
     if "instructions" in changes:
-        project.instructions = changes["instructions"] or ""
-    project.updated_at = utcnow()
-    session.flush()
+        values["instructions"] = changes["instructions"] or ""
+    values["updated_at"] = utcnow()
+    session.execute(update(Project).where(Project.id == project.id).values(**values))
+    return replace(project, **values)
 
 
-def delete_project(session: Session, project: Project) -> None:
+def delete_project(session: Session, project: ProjectRecord) -> None:
     """Deletes the project and its files; its conversations stay, outside any project."""
     session.execute(
         update(Conversation)
         .where(Conversation.project_id == project.id)
         .values(project_id=None, updated_at=utcnow())
     )
-    session.delete(project)
-    session.flush()
+    session.execute(delete(Project).where(Project.id == project.id))
 
 
 def check_project(session: Session, user_id: str, project_id: str | None) -> None:
@@ -106,14 +166,15 @@ def check_project(session: Session, user_id: str, project_id: str | None) -> Non
         owned_project(session, user_id, project_id)
 
 
-def project_conversations(session: Session, project_id: str) -> list[Conversation]:
-    return list(
-        session.scalars(
-            select(Conversation)
-            .where(Conversation.project_id == project_id, Conversation.archived_at.is_(None))
-            .order_by(Conversation.last_active_at.desc(), Conversation.id)
-        )
+def project_conversations(session: Session, project_id: str) -> list[ConversationRecord]:
+    from chatmem.store.conversations import ConversationRecord  # see TYPE_CHECKING above
+
+    statement = (
+        select(*(getattr(Conversation, f.name) for f in dataclass_fields(ConversationRecord)))
+        .where(Conversation.project_id == project_id, Conversation.archived_at.is_(None))
+        .order_by(Conversation.last_active_at.desc(), Conversation.id)
     )
+    return [ConversationRecord(*row) for row in session.execute(statement)]
 
 
 def conversation_count(session: Session, project_id: str) -> int:
@@ -131,8 +192,8 @@ def conversation_count(session: Session, project_id: str) -> int:
 
 
 def add_project_file(
-    session: Session, project: Project, name: str, content: str, *, file_id: str | None = None
-) -> ProjectFile:
+    session: Session, project_id: str, name: str, content: str, *, file_id: str | None = None
+) -> ProjectFileRecord:
     name = name.strip()
     if not name or len(name) > MAX_NAME:
         raise InvalidInput(f"A file name is 1 to {MAX_NAME} characters.")
@@ -140,7 +201,7 @@ def add_project_file(
         raise InvalidInput("Only text files can be attached.")
     row = ProjectFile(
         **({"id": file_id} if file_id else {}),
-        project_id=project.id,
+        project_id=project_id,
         name=name,
         content=content,
         size=len(content.encode("utf-8")),
@@ -148,40 +209,41 @@ def add_project_file(
         **counts_for_text(content),
     )
     session.add(row)
-    project.updated_at = utcnow()
     session.flush()
-    return row
+    _touch_project(session, project_id)
+    return _file_record(row)
 
 
-def project_files(session: Session, project_id: str) -> list[ProjectFile]:
-    return list(
-        session.scalars(
-            select(ProjectFile)
-            .where(ProjectFile.project_id == project_id)
-            .order_by(ProjectFile.created_at, ProjectFile.id)
+def project_files(session: Session, project_id: str) -> list[ProjectFileRecord]:
+    rows = session.execute(
+        _FILES_OF.where(ProjectFile.project_id == project_id).order_by(
+            ProjectFile.created_at, ProjectFile.id
         )
     )
+    return [ProjectFileRecord(*row) for row in rows]
 
 
-def owned_project_file(session: Session, user_id: str, file_id: str) -> ProjectFile:
+def owned_project_file(session: Session, user_id: str, file_id: str) -> ProjectFileRecord:
     row = session.execute(
-        select(ProjectFile)
-        .join(Project, Project.id == ProjectFile.project_id)
-        .where(ProjectFile.id == file_id, Project.user_id == user_id)
+        _FILES_OF.join(Project, Project.id == ProjectFile.project_id).where(
+            ProjectFile.id == file_id, Project.user_id == user_id
+        )
     ).first()
     if row is None:
         raise NotFound("file")
-    return row[0]
+    return ProjectFileRecord(*row)
 
 
-def delete_project_file(session: Session, project: Project, row: ProjectFile) -> None:
-    session.delete(row)
-    project.updated_at = utcnow()
-    session.flush()
+def delete_project_file(session: Session, project: ProjectRecord, row: ProjectFileRecord) -> None:
+    session.execute(delete(ProjectFile).where(ProjectFile.id == row.id))
+    _touch_project(session, project.id)
 
 
 def set_file_state(
-    session: Session, conversation: Conversation, row: ProjectFile, state: str
+    session: Session,
+    conversation: Conversation | ConversationRecord,
+    row: ProjectFileRecord,
+    state: str,
 ) -> None:
     """The conversation's own state for a file of its project (``auto`` clears it)."""
     if conversation.project_id != row.project_id:
@@ -195,7 +257,9 @@ def set_file_state(
     )
     if state != "auto":
         session.add(ProjectFileState(conversation_id=conversation.id, file_id=row.id, state=state))
-    conversation.updated_at = utcnow()
+    session.execute(
+        update(Conversation).where(Conversation.id == conversation.id).values(updated_at=utcnow())
+    )
     session.flush()
 
 
@@ -246,37 +310,6 @@ def plan_inputs(
     return instructions, rows
 
 
-# --- JSON shapes --------------------------------------------------------------------------
-
-
-def file_public(row: ProjectFile, *, content: bool = False) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": row.id,
-        "project_id": row.project_id,
-        "name": row.name,
-        "size": row.size,
-        "tokens": row.tokens_estimate,
-        "created_at": iso(row.created_at),
-    }
-    if content:
-        body["content"] = row.content
-    return body
-
-
-def project_public(session: Session, project: Project, *, files: bool = False) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": project.id,
-        "name": project.name,
-        "instructions": project.instructions,
-        "created_at": iso(project.created_at),
-        "updated_at": iso(project.updated_at),
-        "conversation_count": conversation_count(session, project.id),
-    }
-    if files:
-        body["files"] = [file_public(f) for f in project_files(session, project.id)]
-    return body
-
-
 # --- export and import (STORE-5) ------------------------------------------------------------
 
 
@@ -308,7 +341,7 @@ def exported_project(
 
 def imported_project(
     session: Session,
-    user: User,
+    user: Account,
     item: Any,
     conversation_id: str,
     *,
@@ -326,53 +359,27 @@ def imported_project(
     project_id = cache.get(name) or session.scalar(
         select(Project.id).where(Project.user_id == user.id, Project.name == name).limit(1)
     )
-    found = session.get(Project, project_id) if project_id is not None else None
-    project = found or create_project(
-        session, user, name=name, instructions=str(item.get("instructions") or ""), limit=limit
-    )
-    cache[name] = project.id
-    by_name = {f.name: f for f in project_files(session, project.id)}
+    if project_id is None or session.get(Project, project_id) is None:
+        instructions = str(item.get("instructions") or "")
+        project_id = create_project(
+            session, user, name=name, instructions=instructions, limit=limit
+        ).id
+    cache[name] = project_id
+    by_name = {f.name: f.id for f in project_files(session, project_id)}
     for raw in item.get("files") or []:
-        row = by_name.get(str(raw.get("name") or "").strip())
-        if row is None:
+        file_id = by_name.get(str(raw.get("name") or "").strip())
+        if file_id is None:
             row = add_project_file(
-                session, project, str(raw["name"]), str(raw.get("content") or "")
+                session, project_id, str(raw["name"]), str(raw.get("content") or "")
             )
-            by_name[row.name] = row
+            by_name[row.name] = file_id = row.id
         state = raw.get("state") or "auto"
         if state != "auto":
             session.add(
-                ProjectFileState(conversation_id=conversation_id, file_id=row.id, state=state)
+                ProjectFileState(conversation_id=conversation_id, file_id=file_id, state=state)
             )
     session.execute(
-        update(Conversation).where(Conversation.id == conversation_id).values(project_id=project.id)
+        update(Conversation).where(Conversation.id == conversation_id).values(project_id=project_id)
     )
     session.flush()
-    return project.id
-
-
-def conversation_files_public(
-    session: Session,
-    conversation: Conversation,
-    tokens_column: str = "tokens_estimate",
-    statuses: dict[str, str] | None = None,
-) -> list[dict[str, Any]]:
-    """The conversation's project files as its file list shows them: with this
-    conversation's ``state`` and (given the plan's) ``status`` of each."""
-    if conversation.project_id is None:
-        return []
-    states = file_states(session, conversation.id)
-    out = []
-    for row in project_files(session, conversation.project_id):
-        body = {
-            **file_public(row),
-            "conversation_id": conversation.id,
-            "message_id": None,
-            "state": states.get(row.id, "auto"),
-            "tokens": getattr(row, tokens_column),
-            "mime": None,
-        }
-        if statuses is not None and row.id in statuses:
-            body["status"] = statuses[row.id]
-        out.append(body)
-    return out
+    return project_id

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import QuotaExceeded
 from chatmem.settings import Settings
+from chatmem.store.accounts import Account
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Folder, Message
 
@@ -62,7 +63,7 @@ class Limits:
 UNLIMITED = Limits()
 
 
-def check_folder_quota(session: Session, user: User, limits: Limits) -> None:
+def check_folder_quota(session: Session, user: Account, limits: Limits) -> None:
     """Refuses a new folder when the user already has ``limits.folders`` of them."""
     if limits.folders is None:
         return
@@ -87,8 +88,9 @@ def conversations_to_evict(rows: list[tuple[str, bool]], limit: int) -> list[str
     return evicted
 
 
-def enforce_conversation_quota(session: Session, user: User, limits: Limits) -> int:
-    """Evicts conversations above the limit; returns how many went."""
+def enforce_conversation_quota(session: Session, user: Account, limits: Limits) -> int:
+    """Evicts conversations above the limit and counts them on the user; returns how many
+    went."""
     if limits.conversations is None:
         return 0
     rows = session.execute(
@@ -99,15 +101,15 @@ def enforce_conversation_quota(session: Session, user: User, limits: Limits) -> 
     doomed = conversations_to_evict([(r[0], bool(r[1])) for r in rows], limits.conversations)
     if doomed:
         session.execute(delete(Conversation).where(Conversation.id.in_(doomed)))
-        user.evicted_conversations += len(doomed)
-        session.flush()
+        _count_evicted(session, user.id, conversations=len(doomed))
     return len(doomed)
 
 
 def enforce_message_quota(
-    session: Session, user: User, conversation_id: str, limits: Limits
+    session: Session, user: Account, conversation_id: str, limits: Limits
 ) -> int:
-    """Deletes the oldest messages above the per-conversation limit; returns how many went."""
+    """Deletes the oldest messages above the per-conversation limit and counts them on the
+    user; returns how many went."""
     if limits.messages is None:
         return 0
     count = (
@@ -146,6 +148,21 @@ def enforce_message_quota(
     session.execute(
         delete(Message).where(Message.conversation_id == conversation_id, Message.seq <= last_seq)
     )
-    user.evicted_messages += cut
-    session.flush()
+    _count_evicted(session, user.id, messages=cut)
     return cut
+
+
+def _count_evicted(
+    session: Session, user_id: str, *, conversations: int = 0, messages: int = 0
+) -> None:
+    """STORE-4: what went is added to the user's counts, in the database (an ORM row of the
+    user held in this session is brought up to date with it)."""
+    session.execute(
+        update(User)
+        .where(User.id == user_id)
+        .values(
+            evicted_conversations=User.evicted_conversations + conversations,
+            evicted_messages=User.evicted_messages + messages,
+        )
+    )
+    session.flush()

@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import fields as dataclass_fields
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     ColumnElement,
@@ -46,6 +47,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 
 from chatmem.store.tables.conversations import Conversation, Message
+
+if TYPE_CHECKING:  # messages imports conversations, which imports this module
+    from chatmem.store.messages import MessageRecord
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: SQLite's external-content FTS5 table over ``messages.content`` (rowid = ``messages.num``).
@@ -231,16 +235,20 @@ def search_values(session: Session, query: str) -> dict[str, Any] | None:
 
 def search_messages(
     session: Session, conversation_id: str, query: str, limit: int = 20
-) -> Sequence[Message]:
+) -> list[MessageRecord]:
     """The messages of one conversation holding every word of ``query`` (the last as a
     prefix), best match first (SQLite ``bm25``, PostgreSQL ``ts_rank``), newest first among
     equals; at most ``limit``.  Empty when the query has no word."""
+    from chatmem.store.messages import MessageRecord  # see TYPE_CHECKING above
+
+    # The record's columns, read as they are (no ORM object is built).
+    record_columns = [getattr(Message, field.name) for field in dataclass_fields(MessageRecord)]
     if session.get_bind().dialect.name == "sqlite":
         match = fts5_query(query)
         if match is None:
             return []
         stmt = (
-            select(Message)
+            select(*record_columns)
             .join(_MESSAGES_FTS, _MESSAGES_FTS.c.rowid == Message.num)
             .where(
                 Message.conversation_id == conversation_id,
@@ -254,7 +262,7 @@ def search_messages(
             return []
         vector = "to_tsvector('simple', messages.content)"
         stmt = (
-            select(Message)
+            select(*record_columns)
             .where(
                 Message.conversation_id == conversation_id,
                 text(f"{vector} @@ to_tsquery('simple', :ts_query)").bindparams(ts_query=ts),
@@ -266,4 +274,4 @@ def search_messages(
                 Message.seq.desc(),
             )
         )
-    return list(session.scalars(stmt.limit(limit)))
+    return [MessageRecord(*row) for row in session.execute(stmt.limit(limit))]

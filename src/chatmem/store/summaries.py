@@ -22,13 +22,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NothingToCompress
+from chatmem.store.accounts import Account
 from chatmem.store.conversations import (
     ConversationRecord,
     conversation_record,
     create_conversation,
 )
 from chatmem.store.quotas import Limits
-from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import TOKEN_COLUMNS, Conversation, Summary
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import utcnow
@@ -177,7 +177,7 @@ def _continued_title(title: str) -> str:
 
 
 def continue_in_new_conversation(
-    session: Session, user: User, source: Conversation, limits: Limits
+    session: Session, user: Account, source: Conversation, limits: Limits
 ) -> ConversationRecord:
     """The new conversation, starting from ``source``'s current summary."""
     summary = newest_summary(session, source.id)

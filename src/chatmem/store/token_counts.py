@@ -17,9 +17,10 @@ the messages it brings back rather than trusting the archived one.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Collection
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, bindparam, select, text, update
 from sqlalchemy.orm import Session
@@ -29,6 +30,9 @@ from chatmem.context.values import Message, ToolCall
 from chatmem.store.tables.conversations import TOKEN_COLUMNS
 from chatmem.store.tables.conversations import Message as MessageRow
 from chatmem.store.tables.profiles import ModelProfile
+
+if TYPE_CHECKING:  # db imports this module
+    from chatmem.store.db import Database
 
 #: A cached exact count not computed yet (no profile used its tokenizer at write time).
 UNCOUNTED = -1
@@ -88,6 +92,17 @@ def tokenizers_in_use(db: Session | Connection) -> frozenset[str]:
     if owner is None:
         return read_tokenizers_in_use(connection)
     return cast(frozenset[str], owner(connection))
+
+
+def warm_tokenizers(db: Database) -> None:
+    """Loads the encoding of every tokenizer a profile uses once (they are process-wide and
+    cached); one a profile takes up later loads on its first count."""
+    with contextlib.suppress(Exception):  # a database not there yet: nothing to warm
+        with db.engine.connect() as connection:
+            names = tokenizers_in_use(connection)
+        for name in names:
+            with contextlib.suppress(Exception):  # a broken encoding fails where it is used
+                engine_tokens.get_tokenizer(name).count("warm up")
 
 
 def fill_uncounted(connection: Connection, conversation_id: str, column: str) -> int:

@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from chatmem.settings import Settings
 from chatmem.turns.events import RunEvent
 
 #: How long a finished run's live log stays available to late watchers (seconds).
@@ -218,3 +219,13 @@ class LocalCoordinator(Coordinator):
     async def replica_alive(self, replica_id: str | None) -> bool:
         # One process: a run owned by another replica id belongs to a previous, dead process.
         return replica_id == self.replica_id
+
+
+def coordinator_for(settings: Settings) -> Coordinator:
+    """The deployment's coordinator: Redis's when ``redis_url`` is set (SCALE-2), else this
+    process's own (SCALE-1)."""
+    if settings.redis_url:
+        from chatmem.turns.redis_coordinator import RedisCoordinator  # imports this module
+
+        return RedisCoordinator(settings.redis_url, heartbeat=settings.replica_heartbeat)
+    return LocalCoordinator()

@@ -20,14 +20,14 @@ is kept, unpublished, and written again by the next flush).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
 from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.sessions import Connection, Session
-from chatmem.store.units import first_statement, quick_statement, work
+from chatmem.store.units import first_statement, quick_statement, read, work
 from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.events import Done, Error, RunEvent, from_stored
 
@@ -274,3 +274,37 @@ class EventJournal:
 def stored_events(session: Session, run_id: str, after: int) -> list[RunEvent]:
     """The run's stored events after ``after``, as run events (a watcher's replay)."""
     return [from_stored(e.seq, e.type, e.data) for e in runs.events_after(session, run_id, after)]
+
+
+async def watch_run(
+    db: Database,
+    coordinator: Coordinator,
+    user_id: str,
+    run_id: str,
+    after: int,
+    *,
+    owner_checked: bool = False,
+) -> AsyncIterator[RunEvent]:
+    """The user's run's events after ``after`` as they come (TURN-6): from the coordinator's
+    live log while the run is live, else as stored, until its terminal event — or until the
+    run has ended and every event it stored was given (``not_found`` for another user's run
+    unless ``owner_checked``)."""
+    if not owner_checked:
+        await read(db, runs.owned_run, user_id, run_id)
+    last = after
+    while True:
+        if await coordinator.is_live(run_id):
+            async for event in coordinator.watch(run_id, last):
+                yield event
+                last = event.seq
+                if event.terminal:
+                    return
+        for event in await read(db, stored_events, run_id, last):
+            yield event
+            last = event.seq
+            if event.terminal:
+                return
+        run = await read(db, runs.owned_run, user_id, run_id)
+        if run.status != "running" and last >= run.last_seq:
+            return
+        await asyncio.sleep(0.2)

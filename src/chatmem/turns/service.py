@@ -1,14 +1,12 @@
 """The turn service (``app.state.turns``): submits, watches, stops and recovers runs.
 
-It owns the server-side tasks that run turns (TURN-1): a turn is an ``asyncio`` task of the
-app, not of the request, so a client that disconnects cancels nothing.  On start it marks the
-runs of dead owners ``interrupted`` (TURN-3); while running it heartbeats its runs and
-refreshes their conversation locks; on shutdown it cancels its tasks, which end their runs as
-``interrupted`` with what was completed kept.
-
-One turn (or compaction) per conversation at a time: the coordinator lock
-``conversation:{id}`` is held for the whole run.  The database row says which of the two
-holds it, for the right refusal (``turn_running`` / ``compaction_running``).
+Its public seam is what the routes call (:class:`TurnService`).  Each change of a
+conversation runs inside :meth:`TurnService.conversation`, which holds the conversation's lock
+(:mod:`chatmem.turns.conversation_lock`: one turn, compaction or edit at a time); a turn's
+admission is one unit (:mod:`chatmem.turns.admission`), after which the run is a task of the
+app, not of the request (TURN-1), kept with the other runs of this process by
+:mod:`chatmem.turns.live_runs` — which heartbeats them, recovers the runs of dead owners
+(TURN-3) and, on shutdown, ends its own ``interrupted`` with what was completed kept.
 """
 
 from __future__ import annotations
@@ -19,95 +17,47 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import anyio
-
-from chatmem.errors import CompactionRunning, InvalidInput, NothingToCompress, TurnRunning
+from chatmem.errors import InvalidInput
 from chatmem.models.clients import ModelClients
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox
 from chatmem.settings import Settings
-from chatmem.store import runs, summaries
+from chatmem.store import summaries
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
-from chatmem.store.runs import RunRecord
+from chatmem.store.runs import RunRecord, run_for_idempotency_key
 from chatmem.store.sessions import Session
+from chatmem.store.token_counts import warm_tokenizers
 from chatmem.store.types import new_id
 from chatmem.store.units import KeyTaken, first_unique_work, quick_work, read, work
 from chatmem.tools.app_host import AppHost
 from chatmem.tools.approvals import Approvals, Decision, decide
-from chatmem.tools.known import KnownTools
-from chatmem.tools.mcp_links import McpPool
-from chatmem.tools.toolbox import McpServerConfig, ToolBox, read_mcp_servers
-from chatmem.turns import recovery
-from chatmem.turns.admission import Admission, Admitted, Redo, admitted_before, check_content
-from chatmem.turns.compaction import run_fold
+from chatmem.tools.servers import ToolServers
+from chatmem.tools.toolbox import McpServerConfig, ToolBox
+from chatmem.turns.admission import Admission, Redo, admitted_before, check_content
 from chatmem.turns.context_view import ContextCache
-from chatmem.turns.coordinator import Coordinator, LocalCoordinator
+from chatmem.turns.conversation_lock import Held, Purpose, hold
+from chatmem.turns.coordinator import Coordinator, LocalCoordinator, coordinator_for
 from chatmem.turns.events import RunEvent
 from chatmem.turns.history_match import Said
 from chatmem.turns.history_turns import HistoryTurn, admit_history, check_messages
 from chatmem.turns.inputs import Calibrations, TurnInputs
-from chatmem.turns.journal import EventJournal, EventWrites, stored_events
-from chatmem.turns.manual_compaction import compaction_plan, price_public
-from chatmem.turns.runner import TurnJob, TurnRunner
-from chatmem.turns.usage import check_can_spend
+from chatmem.turns.journal import watch_run
+from chatmem.turns.live_runs import LiveRuns, RunParts
+from chatmem.turns.manual_compaction import compact_now, compaction_price
 from chatmem.turns.versions import show_version
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-SHUTDOWN_MESSAGE = (
-    "The server shut down while this turn ran. What was completed is kept; send a message to "
-    "continue."
-)
-LOCK_TTL = 60.0
-#: What holds a conversation (:meth:`TurnService.conversation`): a turn, an edit of what a
-#: turn plans from (a version shown, the summary), or a compaction.
-Purpose = Literal["turn", "edit", "compaction"]
-
-
-def lock_name(conversation_id: str) -> str:
-    return f"conversation:{conversation_id}"
-
 
 @dataclass(frozen=True)
 class Submitted:
     run_id: str
     created: bool
-
-
-@dataclass
-class Held:
-    """A conversation's lock, held inside :meth:`TurnService.conversation`."""
-
-    conversation_id: str
-    #: The coordinator lock: (name, token).
-    lock: tuple[str, str]
-    #: Taken over by a run, which releases it when it ends.
-    handed_over: bool = False
-
-
-@dataclass
-class LiveRun:
-    """A turn running in this process: what the service keeps about it, in one place, from
-    its admission until its task has ended and its lock is released."""
-
-    job: TurnJob
-    #: The conversation lock held for the whole run: (name, token).
-    lock: tuple[str, str]
-    #: The coordinator's live log being opened; awaited before the 202 and by the task.
-    opened: asyncio.Future[None]
-    #: The MCP servers read at admission, handed to the turn's toolbox once.
-    servers: list[McpServerConfig] | None
-    task: asyncio.Task[None] | None = None
-    released: bool = False
-
-    @property
-    def user_id(self) -> str:
-        return self.job.user_id
 
 
 class TurnService:
@@ -136,11 +86,7 @@ class TurnService:
         self.policy = policy or EndpointPolicy.from_settings(settings)
         self.clients = ModelClients(self.policy, settings)
         self._model_factory = model_factory or (lambda inputs: self.clients(inputs.target.endpoint))
-        self._toolbox_factory = toolbox_factory or self._default_toolbox
-        #: The turns running in this process, by run id.
-        self._live: dict[str, LiveRun] = {}
-        self._background: asyncio.Task[None] | None = None
-        self._closing = False
+        self._toolbox_factory = toolbox_factory
         self.context_cache = ContextCache()
         #: CTX-2: every profile's calibration factor, for turns and the context endpoint.
         self.calibrations = Calibrations()
@@ -148,23 +94,26 @@ class TurnService:
         self.admission = Admission(
             settings, secrets, self.calibrations, self.coordinator.replica_id
         )
-        #: Seed 003: the tools a turn would offer by each server's last known list, for the
-        #: context endpoint's Tools row from the start (kept with the servers' records).
-        self.known = KnownTools(db)
-        #: PROV-3: one long-lived session per enabled MCP server, for the app's life.
-        self.mcp = McpPool(
-            self.policy,
-            refresh=settings.mcp_refresh_interval,
-            first_wait=settings.mcp_first_wait,
-            on_listed=self.known.listed,
-        )
-        self._mcp_sync: asyncio.Task[None] | None = None
+        #: The MCP servers turns' tools come from: their links and their last known lists.
+        self.tools = ToolServers(db, settings, secrets, self.policy)
+        self.known, self.mcp = self.tools.known, self.tools.mcp  # as the routes name them
         #: APPS-1 … APPS-4: what apps show and ask, on the same links.
         self.apps = AppHost(db, settings, secrets, self.mcp)
         self.approvals = Approvals()
-        #: SQLite: every run's event batches are stored together (one writer); PostgreSQL
-        #: stores each batch in a statement of its own, side by side.
-        self._event_writes = EventWrites(db) if db.is_sqlite else None
+        #: The turns running in this process.
+        self._runs = LiveRuns(
+            RunParts(
+                db,
+                settings,
+                self.coordinator,
+                secrets,
+                self.clients,
+                self.approvals,
+                self.calibrations,
+                self._model_factory,
+                self._toolbox_for,
+            )
+        )
 
     @classmethod
     def from_settings(
@@ -174,14 +123,7 @@ class TurnService:
         secrets: SecretBox,
         policy: EndpointPolicy | None = None,
     ) -> TurnService:
-        coordinator: Coordinator
-        if settings.redis_url:
-            from chatmem.turns.redis_coordinator import RedisCoordinator
-
-            coordinator = RedisCoordinator(settings.redis_url, heartbeat=settings.replica_heartbeat)
-        else:
-            coordinator = LocalCoordinator()
-        return cls(db, settings, coordinator, secrets=secrets, policy=policy)
+        return cls(db, settings, coordinator_for(settings), secrets=secrets, policy=policy)
 
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
@@ -194,31 +136,13 @@ class TurnService:
         await self.coordinator.start()
         await self.recover()
         self.sync_mcp_servers()  # connect in the background: the first turn finds them ready
-        self._background = asyncio.create_task(
-            self._heartbeat_loop(), name="chatmem-turns-heartbeat"
-        )
+        self._runs.start_heartbeat()
 
     async def close(self) -> None:
-        self._closing = True
-        if self._background is not None:
-            self._background.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._background
-        tasks = {run_id: live.task for run_id, live in self._live.items() if live.task}
-        for task in tasks.values():
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks.values(), return_exceptions=True)
-        for run_id in tasks:
-            # Shutting down is a restart announced in advance: the same rules (TURN-3).
-            with contextlib.suppress(Exception):
-                ended = await self._db(recovery.interrupt_run, run_id, message=SHUTDOWN_MESSAGE)
-                if ended is not None:
-                    await self._announce_end(run_id, ended)
+        await self._runs.close()  # the runs here end interrupted (TURN-3)
         await self.coordinator.close()
         await self.clients.aclose()
-        await self.mcp.aclose()
-        await self.known.aclose()
+        await self.tools.aclose()
 
     async def _db(
         self, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -232,97 +156,20 @@ class TurnService:
 
     async def recover(self) -> list[str]:
         """Marks runs whose owner is dead ``interrupted`` (TURN-3, SCALE-2)."""
-        candidates = await self._read(
-            lambda s: [(r.id, r.replica_id, r.conversation_id) for r in runs.running_runs(s)]
-        )
-        done: list[str] = []
-        for run_id, replica_id, conversation_id in candidates:
-            if run_id in self._live or await self.coordinator.replica_alive(replica_id):
-                continue
-            ended = await self._db(recovery.interrupt_run, run_id)
-            if ended is not None:
-                done.append(run_id)
-                await self._announce_end(run_id, ended)
-                await self.coordinator.force_release(lock_name(conversation_id))
-        if done:
-            log.info("marked %d run(s) interrupted after their process died", len(done))
-        return done
-
-    async def _announce_end(self, run_id: str, event: RunEvent) -> None:
-        """A run ended by recovery: its terminal event (already stored) goes to the live log
-        too, so watchers on every replica — following the log of a replica that died — see
-        the run end and close."""
-        if await self.coordinator.is_live(run_id):
-            await self.coordinator.publish(run_id, event)
-            await self.coordinator.finish_run(run_id)
-
-    async def _heartbeat_loop(self) -> None:
-        ticks = 0
-        while True:
-            await asyncio.sleep(self.settings.replica_heartbeat)
-            ticks += 1
-            try:
-                for live in list(self._live.values()):
-                    if not live.released:
-                        await self.coordinator.refresh(*live.lock, LOCK_TTL)
-                if self._live:
-                    await self._db(runs.heartbeat, list(self._live), self.coordinator.replica_id)
-                if self.settings.redis_url and ticks % 3 == 0:
-                    await self.recover()
-            except Exception:  # a blip must not end the heartbeat
-                log.exception("turn heartbeat failed")
-
-    async def _default_toolbox(self, servers: list[McpServerConfig] | None = None) -> ToolBox:
-        if servers is None:
-            enabled, stored = await self._read(read_mcp_servers, self.settings, self.secrets)
-            self.known.servers(enabled, stored)
-        else:
-            enabled = servers
-            self.known.servers(enabled)
-        # PROV-3: the cached tools of the servers ready now; a hung one costs nothing here.
-        return await self.mcp.toolbox(enabled)
+        return await self._runs.recover()
 
     def sync_mcp_servers(self) -> None:
-        """Reads the enabled MCP servers and brings the links in line, in the background
-        (on the loop): after start-up and whenever an administrator changes a server."""
-
-        async def sync() -> None:
-            try:
-                servers, stored = await self._read(read_mcp_servers, self.settings, self.secrets)
-                self.known.servers(servers, stored)
-                self.mcp.sync(servers)
-            except Exception:  # the next turn syncs again
-                log.exception("reading the MCP servers failed")
-
-        self._mcp_sync = asyncio.ensure_future(sync())
-        self.known.reading(self._mcp_sync)
+        """Reads the enabled MCP servers and brings the links in line, in the background:
+        after start-up and whenever an administrator changes a server."""
+        self.tools.sync()
 
     # -- the seam: one conversation at a time ---------------------------------------------
-    @contextlib.asynccontextmanager
-    async def conversation(
+    def conversation(
         self, user_id: str, conversation_id: str, purpose: Purpose
-    ) -> AsyncIterator[Held]:
-        """Holds the conversation's lock for what runs inside: taken on entry, released on
-        exit — unless a run took it over (:meth:`_start`), which releases it when it ends.
-
-        Busy, it refuses: ``not_found`` for somebody else's conversation (STORE-1, busy or
-        not), else ``turn_running`` while a turn runs there (``compaction_running`` when the
-        holder is a compaction), and ``compaction_running`` for a compaction whatever holds
-        it."""
-        name = lock_name(conversation_id)
-        token = await self.coordinator.acquire(name, LOCK_TTL)
-        if token is None:
-            await self._read(owned_conversation_row, user_id, conversation_id)
-            running = await self._read(runs.running_run, conversation_id)
-            if running is not None and purpose != "compaction":
-                raise TurnRunning()
-            raise CompactionRunning()
-        held = Held(conversation_id, (name, token))
-        try:
-            yield held
-        finally:
-            if not held.handed_over:
-                await self.coordinator.release(name, token)
+    ) -> contextlib.AbstractAsyncContextManager[Held]:
+        """Holds the conversation's lock for what runs inside (:func:`hold`: taken on entry,
+        released on exit unless a run took it over; busy, it refuses)."""
+        return hold(self.db, self.coordinator, user_id, conversation_id, purpose)
 
     async def submit(
         self,
@@ -411,15 +258,11 @@ class TurnService:
                     )
             except KeyTaken:
                 # A concurrent retry with the same key won the race: answer with its run.
-                winner = await self._read(
-                    runs.run_for_idempotency_key, user_id, idempotency_key or ""
-                )
+                winner = await self._read(run_for_idempotency_key, user_id, idempotency_key or "")
                 if winner is None:
                     raise
                 return Submitted(winner.id, created=False)
-            live = self._start(
-                held, self._job(run_id, user_id, conversation_id, admitted), admitted.servers
-            )
+            live = self._runs.start(held, run_id, user_id, conversation_id, admitted)
         # The live log exists before the 202: a watcher that connects next follows it.
         await asyncio.shield(live.opened)
         return Submitted(run_id, created=True)
@@ -457,10 +300,11 @@ class TurnService:
                 run_id=run_id,
                 message_id=message_id,
             )
-            job = self._job(run_id, user_id, target, admitted)
-            job.client_tools = tuple(dict(t) for t in tools)
             kept = next(h for h in held if h.conversation_id == target)
-            live = self._start(kept, job, admitted.servers)
+            client_tools = tuple(dict(t) for t in tools)
+            live = self._runs.start(
+                kept, run_id, user_id, target, admitted, client_tools=client_tools
+            )
         await asyncio.shield(live.opened)  # the live log exists before the answer starts
         return HistoryTurn(run_id, target, model_name)
 
@@ -492,15 +336,9 @@ class TurnService:
         self, user_id: str, conversation_id: str, focus: str | None
     ) -> dict[str, Any]:
         """The price of "Compress now", shown on the button before it runs (CTX-11)."""
-        _, request = await self._read(
-            compaction_plan,
-            user_id,
-            conversation_id,
-            focus,
-            settings=self.settings,
-            calibrations=self.calibrations,
+        return await compaction_price(
+            self.db, self.settings, user_id, conversation_id, focus, calibrations=self.calibrations
         )
-        return price_public(request)
 
     async def compact(
         self, user_id: str, conversation_id: str, focus: str | None
@@ -510,126 +348,31 @@ class TurnService:
         (also while a turn runs), ``insufficient_credits``."""
         await self._read(owned_conversation_row, user_id, conversation_id)
         async with self.conversation(user_id, conversation_id, "compaction"):
-            inputs, request = await self._read(
-                compaction_plan,
+            return await compact_now(
+                self.db,
+                self.settings,
                 user_id,
                 conversation_id,
                 focus,
-                settings=self.settings,
                 calibrations=self.calibrations,
                 secrets=self.secrets,
-                materialize=True,
-            )
-            if request is None:
-                raise NothingToCompress()
-            await self._read(check_can_spend, user_id, self.settings, float(request.estimated_cost))
-            outcome = await run_fold(
-                self.db,
-                self.settings,
-                inputs,
-                kind="compaction",
-                user_id=user_id,
-                focus=focus,
-                manual=True,
                 clients=self.clients,
             )
-            if outcome is None:
-                raise NothingToCompress()
-        price = round(float(request.estimated_cost), 8)
-        return {**outcome.public(), "price": price, "currency": "USD"}
 
-    # -- the runs of this process ---------------------------------------------------------
-    @staticmethod
-    def _job(run_id: str, user_id: str, conversation_id: str, admitted: Admitted) -> TurnJob:
-        inputs = admitted.inputs
-        return TurnJob(
-            run_id,
-            user_id,
-            conversation_id,
-            admitted.question_id,
-            profile_override=inputs.target.profile_id if inputs.target.profile_id else None,
-            first_inputs=inputs,
-            answered=dict(inputs.answered) if inputs.answered else None,
-        )
-
-    def _start(self, held: Held, job: TurnJob, servers: list[McpServerConfig]) -> LiveRun:
-        """Registers the run, hands it the conversation's lock and starts its task (on the
-        loop)."""
-        held.handed_over = True
-        live = LiveRun(
-            job,
-            lock=held.lock,
-            opened=asyncio.ensure_future(self.coordinator.open_run(job.run_id)),
-            servers=servers,
-        )
-        self._live[job.run_id] = live
-        live.task = asyncio.create_task(self._run(live), name=f"chatmem-turn-{job.run_id}")
-        return live
-
-    async def _run(self, live: LiveRun) -> None:
-        job = live.job
-        try:
-            await live.opened
-            journal = EventJournal(
-                job.run_id,
-                self.db,
-                self.coordinator,
-                before_end=lambda: self._release(live),
-                writes=self._event_writes,
-            )
-            runner = TurnRunner(
-                job,
-                db=self.db,
-                settings=self.settings,
-                coordinator=self.coordinator,
-                journal=journal,
-                toolbox_factory=self._toolbox_for(live),
-                model_factory=self._model_factory,
-                secrets=self.secrets,
-                clients=self.clients,
-                approvals=self.approvals,
-                calibrations=self.calibrations,
-            )
-            await runner.run()
-        finally:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._cleanup(live))
-
-    def _toolbox_for(self, live: LiveRun) -> Callable[[], Awaitable[ToolBox]]:
-        servers, live.servers = live.servers, None
-        if self._toolbox_factory != self._default_toolbox:
+    def _toolbox_for(
+        self, servers: list[McpServerConfig] | None
+    ) -> Callable[[], Awaitable[ToolBox]]:
+        """A run's toolbox factory: the injected one, else the default with the MCP servers
+        read at its admission."""
+        if self._toolbox_factory is not None:
             return self._toolbox_factory
-        return lambda: self._default_toolbox(servers)
-
-    async def _release(self, live: LiveRun) -> None:
-        """Frees the conversation for its next turn (once)."""
-        if not live.released:
-            live.released = True
-            await self.coordinator.release(*live.lock)
-
-    async def _cleanup(self, live: LiveRun) -> None:
-        run_id = live.job.run_id
-        self._live.pop(run_id, None)
-        self.coordinator.forget_stop(run_id)
-        await self.coordinator.finish_run(run_id)
-        await self._release(live)
+        return lambda: self.tools.toolbox(servers)
 
     # -- stop and watch ---------------------------------------------------------------------
     async def stop(self, user_id: str, run_id: str) -> RunRecord:
-        run = await self._read(runs.owned_run, user_id, run_id)
-        if run.status == "running":
-            await self.coordinator.request_stop(run_id)
-            live = self._live.get(run_id)
-            task = live.task if live is not None else None
-            if task is not None:
-                with contextlib.suppress(Exception), anyio.move_on_after(10):
-                    await asyncio.shield(task)
-            else:
-                # Owned by another replica: give it a moment to notice.
-                with anyio.move_on_after(5):
-                    while (await self._read(runs.owned_run, user_id, run_id)).status == "running":
-                        await asyncio.sleep(0.1)
-        return await self._read(runs.owned_run, user_id, run_id)
+        """Asks the user's run to stop and answers it as it then is
+        (:meth:`~chatmem.turns.live_runs.LiveRuns.stop`)."""
+        return await self._runs.stop(user_id, run_id)
 
     async def decide(
         self, user_id: str, run_id: str, call_id: str, decision: Decision
@@ -639,45 +382,16 @@ class TurnService:
         self.approvals.nudge(run_id, call_id)
         return run
 
-    async def watch(
+    def watch(
         self, user_id: str, run_id: str, after: int, *, owner_checked: bool = False
     ) -> AsyncIterator[RunEvent]:
-        if not owner_checked:
-            await self._read(runs.owned_run, user_id, run_id)
-        last = after
-        while True:
-            if await self.coordinator.is_live(run_id):
-                async for event in self.coordinator.watch(run_id, last):
-                    yield event
-                    last = event.seq
-                    if event.terminal:
-                        return
-            for event in await self._read(stored_events, run_id, last):
-                yield event
-                last = event.seq
-                if event.terminal:
-                    return
-            run = await self._read(runs.owned_run, user_id, run_id)
-            if run.status != "running" and last >= run.last_seq:
-                return
-            await asyncio.sleep(0.2)
+        """The user's run's events after ``after`` as they come (:func:`watch_run`)."""
+        return watch_run(
+            self.db, self.coordinator, user_id, run_id, after, owner_checked=owner_checked
+        )
 
     def runs_here(self, run_id: str, user_id: str) -> bool:
         """Whether ``run_id`` is a turn of ``user_id`` running in this process (then its
         ownership needs no query; otherwise ask the database)."""
-        live = self._live.get(run_id)
+        live = self._runs.get(run_id)
         return live is not None and live.user_id == user_id
-
-
-def warm_tokenizers(db: Database) -> None:
-    """Loads the encoding of every tokenizer a profile uses once (they are process-wide and
-    cached); one a profile takes up later loads on its first count."""
-    from chatmem import context as engine
-    from chatmem.store.token_counts import tokenizers_in_use
-
-    with contextlib.suppress(Exception):  # a database not there yet: nothing to warm
-        with db.engine.connect() as connection:
-            names = tokenizers_in_use(connection)
-        for name in names:
-            with contextlib.suppress(Exception):  # a broken encoding fails where it is used
-                engine.get_tokenizer(name).count("warm up")

@@ -7,7 +7,7 @@
   normally and rolled back when it raises (so a refused request writes nothing).  Its exit
   runs before the response is sent (``scope="function"``), so a client never sees an answer
   for a write that was not committed.
-- ``CurrentUser`` — the authenticated :class:`~chatmem.store.tables.accounts.User`: a Bearer
+- ``CurrentUser`` — the authenticated user's :class:`~chatmem.store.accounts.UserRecord`: a Bearer
   token, or the browser session cookie with the CSRF double-submit check on writes.
 """
 
@@ -30,9 +30,9 @@ from chatmem.errors import Forbidden, Unauthorized
 from chatmem.security.passwords import digest, same
 from chatmem.settings import Settings
 from chatmem.store import accounts
+from chatmem.store.accounts import UserRecord
 from chatmem.store.db import Database, end_session
 from chatmem.store.sessions import Connection, Session
-from chatmem.store.tables.accounts import User
 from chatmem.store.types import utcnow
 
 
@@ -219,7 +219,7 @@ def authenticated_user_id(request: Request, db: Session | Connection | None = No
     return user_id
 
 
-def get_current_user(request: Request, session: DbSession) -> User:
+def get_current_user(request: Request, session: DbSession) -> UserRecord:
     user = accounts.user_by_id(session, authenticated_user_id(request, session))
     if user is None:  # pragma: no cover - tokens and sessions cascade with their user
         raise Unauthorized("Sign in first.")
@@ -228,13 +228,13 @@ def get_current_user(request: Request, session: DbSession) -> User:
     return user
 
 
-CurrentUser = Annotated[User, Depends(get_current_user, scope="function")]
+CurrentUser = Annotated[UserRecord, Depends(get_current_user, scope="function")]
 
 
-def require_admin(user: CurrentUser) -> User:
+def require_admin(user: CurrentUser) -> UserRecord:
     if not user.is_admin:
         raise Forbidden("Administrators only.")
     return user
 
 
-AdminUser = Annotated[User, Depends(require_admin, scope="function")]
+AdminUser = Annotated[UserRecord, Depends(require_admin, scope="function")]

@@ -26,7 +26,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.types import Message
 
 from chatmem.errors import ImportFormatError, UploadTimedOut
-from chatmem.store.tables.accounts import User
+from chatmem.store.accounts import UserRecord
 from chatmem.web.deps import SettingsDep, get_current_user
 
 #: Bodies up to this size stay in memory; larger ones go to a temporary file.
@@ -37,7 +37,7 @@ _CHUNK = 64 * 1024
 class Upload:
     """A request body received whole, and the user who sent it."""
 
-    def __init__(self, request: Request, user: User, spool: IO[bytes]) -> None:
+    def __init__(self, request: Request, user: UserRecord, spool: IO[bytes]) -> None:
         self.user = user
         self._request = request
         self._spool = spool
@@ -88,7 +88,7 @@ class Upload:
         self._spool.close()
 
 
-def _caller(request: Request) -> User:
+def _caller(request: Request) -> UserRecord:
     """The signed-in user, as ``CurrentUser`` checks them, in a read session: a read takes
     neither the write slot nor SQLite's write lock."""
     with request.app.state.db.session() as session:

@@ -26,7 +26,7 @@ from chatmem.errors import NotFound
 from chatmem.formats.native import ExportedConversation, export_chunks
 from chatmem.formats.records import PROFILE_KEYS, format_time
 from chatmem.store import projects
-from chatmem.store.tables.accounts import User
+from chatmem.store.accounts import Account
 from chatmem.store.tables.conversations import (
     TOKEN_COLUMNS,
     Conversation,
@@ -47,7 +47,7 @@ ArchivedReader = Callable[[str, str], dict[str, Any]]
 
 def export_conversation_ids(
     session: Session,
-    user: User,
+    user: Account,
     conversation_id: str | None = None,
     *,
     include_archived: bool = True,

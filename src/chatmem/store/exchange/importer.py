@@ -41,11 +41,11 @@ from chatmem.formats.reader import read_conversations, sniff
 from chatmem.formats.records import ImportedConversation
 from chatmem.formats.source import ImportSource, Progress
 from chatmem.store import projects, quotas
+from chatmem.store.accounts import Account
 from chatmem.store.conversations import create_folder
 from chatmem.store.images import add_image
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.search import insert_messages
-from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import (
     Conversation,
     File,
@@ -139,7 +139,7 @@ class _Batch:
 
 def import_conversations(
     session: Session,
-    user: User,
+    user: Account,
     conversations: Iterable[ImportedConversation | Prepared],
     *,
     fmt: str = "",
@@ -202,7 +202,7 @@ def import_conversations(
     return result
 
 
-def _already_there(session: Session, user: User, conversation: ImportedConversation) -> bool:
+def _already_there(session: Session, user: Account, conversation: ImportedConversation) -> bool:
     key = conversation.source_key
     found = session.scalar(
         select(Conversation.id).where(Conversation.user_id == user.id, Conversation.source == key)
@@ -221,7 +221,7 @@ def _already_there(session: Session, user: User, conversation: ImportedConversat
 LOOKUP_CHUNK = 500
 
 
-def already_present(session: Session, user: User, keys: Iterable[tuple[str, str]]) -> set[str]:
+def already_present(session: Session, user: Account, keys: Iterable[tuple[str, str]]) -> set[str]:
     """The source keys of ``keys`` (``(source_key, conversation id)`` pairs) that
     :func:`_already_there` would find, in a statement per :data:`LOOKUP_CHUNK`: the user's
     conversations with that source, and for a chatmem export the user's own conversation
@@ -251,7 +251,7 @@ def already_present(session: Session, user: User, keys: Iterable[tuple[str, str]
 
 def _folder_id(
     session: Session,
-    user: User,
+    user: Account,
     name: str | None,
     cache: dict[str, str],
     limits: Limits,
@@ -307,7 +307,7 @@ def _id_map(
 
 def _write(
     session: Session,
-    user: User,
+    user: Account,
     conversation: ImportedConversation,
     folder_id: str | None,
     batch: _Batch,
@@ -362,7 +362,7 @@ def _write(
 
 def _add_images(
     session: Session,
-    user: User,
+    user: Account,
     cid: str,
     rows: list[dict[str, Any]],
     updated: Any,
@@ -551,7 +551,7 @@ def _replay(spool: IO[bytes]) -> Iterator[Prepared]:
 
 def import_source(
     session: Session,
-    user: User,
+    user: Account,
     source: ImportSource,
     *,
     limits: Limits = UNLIMITED,
@@ -580,9 +580,6 @@ def import_source(
         if on_saving is not None:
             on_saving()
         spool.seek(0)
-        # The caller may have looked the user up in another session; attach without a query
-        # so the first statement — and on SQLite the write lock — comes with the first row.
-        user = session.merge(user, load=False) if user not in session else user
         try:
             present = already_present(session, user, keys)
             return import_conversations(

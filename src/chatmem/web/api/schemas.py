@@ -13,11 +13,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chatmem.bounds import MAX_INT
+from chatmem.store.accounts import Account
 from chatmem.store.conversations import ConversationRecord, FolderRecord
 from chatmem.store.files import FileRecord
 from chatmem.store.messages import MessageRecord
 from chatmem.store.summaries import SummaryRecord, is_edited
-from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Folder, Message
 from chatmem.store.types import INTEGER_MAX, iso
 
@@ -51,7 +51,7 @@ Seq = Annotated[int, Field(ge=0, le=INTEGER_MAX), Whole]
 Offset = Annotated[int, Field(ge=0, le=MAX_INT), Whole]
 
 
-def user_public(user: User) -> dict[str, Any]:
+def user_public(user: Account) -> dict[str, Any]:
     return {
         "id": user.id,
         "name": user.name,
@@ -62,7 +62,7 @@ def user_public(user: User) -> dict[str, Any]:
     }
 
 
-def evicted_public(user: User) -> dict[str, int]:
+def evicted_public(user: Account) -> dict[str, int]:
     return {"conversations": user.evicted_conversations, "messages": user.evicted_messages}
 
 

@@ -14,7 +14,6 @@ from fastapi import Request
 
 from chatmem.auth.cookies import SESSION_COOKIE
 from chatmem.store import accounts
-from chatmem.store.tables.accounts import User
 from chatmem.web.i18n import Language, choose
 
 
@@ -34,7 +33,7 @@ def viewer_of(request: Request) -> Viewer | None:
         browser = accounts.browser_session_for(session, token)
         if browser is None:
             return None
-        user = session.get(User, browser.user_id)
+        user = accounts.user_by_id(session, browser.user_id)
         if user is None:
             return None
         return Viewer(name=user.name, is_admin=bool(user.is_admin), locale=user.locale)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from chatmem.models.profiles import can_edit, effective_knobs, price_info
+from chatmem.store.accounts import UserRecord
 from chatmem.store.profiles import ProfileRecord
-from chatmem.store.tables.accounts import User
 from chatmem.store.types import iso
 
 
-def profile_view(row: ProfileRecord, user: User) -> dict[str, Any]:
+def profile_view(row: ProfileRecord, user: UserRecord) -> dict[str, Any]:
     """The API shape of a profile: everything but the key, which is only ``has_api_key``.
 
     A shared profile seen by a user who may not edit it (SEC-4) shows what choosing and using

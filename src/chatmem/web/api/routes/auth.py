@@ -19,7 +19,6 @@ from chatmem.auth.throttle import SigninThrottle
 from chatmem.errors import Unauthorized
 from chatmem.store import accounts
 from chatmem.store.db import Database
-from chatmem.store.tables.accounts import User
 from chatmem.web.api.schemas import Body, user_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 
@@ -51,7 +50,7 @@ async def sign_in(request: Request, name: str, password: str) -> tuple[str, str,
 
 def _open_session(db: Database, user_id: str) -> tuple[str, str, dict[str, Any]]:
     with db.session(write=True) as session:
-        user = session.get(User, user_id)
+        user = accounts.user_by_id(session, user_id)
         if user is None:  # deleted between the check and now
             raise Unauthorized("Wrong user name or password.")
         token, csrf = accounts.open_browser_session(session, user)
@@ -96,6 +95,4 @@ class MeUpdate(Body):
 @router.patch("/api/v1/me")
 def update_me(body: MeUpdate, user: CurrentUser, session: DbSession) -> dict[str, Any]:
     """The user's own settings: the interface language."""
-    user.locale = body.locale
-    session.flush()
-    return user_public(user)
+    return user_public(accounts.set_locale(session, user.id, body.locale))

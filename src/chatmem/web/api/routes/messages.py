@@ -11,7 +11,7 @@ from pydantic import Field
 from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
 from chatmem.store import messages as store_messages
-from chatmem.store import projects, tool_calls, versions
+from chatmem.store import tool_calls, versions
 from chatmem.store.engine import latest_summary
 from chatmem.store.files import conversation_files
 from chatmem.store.quotas import Limits
@@ -25,6 +25,7 @@ from chatmem.web.api.schemas import (
     summary_public,
 )
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.views import projects
 from chatmem.web.views.apps import tool_calls_public
 from chatmem.web.views.versions import failure_public, version_public
 

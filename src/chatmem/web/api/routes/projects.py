@@ -23,6 +23,7 @@ from chatmem.web.api.schemas import Body, conversation_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 from chatmem.web.errors import UPLOAD_RESPONSES
 from chatmem.web.uploads import ReceivedUpload
+from chatmem.web.views import projects as views
 
 router = APIRouter(tags=["projects"])
 
@@ -42,7 +43,7 @@ class ProjectUpdate(Body):
 
 @router.get("/api/v1/projects")
 def list_projects(user: CurrentUser, session: DbSession) -> dict[str, Any]:
-    return {"items": [store.project_public(session, p) for p in store.list_projects(session, user)]}
+    return {"items": [views.project_public(session, p) for p in store.list_projects(session, user)]}
 
 
 @router.post("/api/v1/projects", status_code=201)
@@ -56,13 +57,13 @@ def create_project(
         instructions=body.instructions,
         limit=Limits.from_settings(settings).projects,
     )
-    return store.project_public(session, project, files=True)
+    return views.project_public(session, project, files=True)
 
 
 @router.get("/api/v1/projects/{project_id}")
 def read_project(project_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
     project = store.owned_project(session, user.id, project_id)
-    return store.project_public(session, project, files=True)
+    return views.project_public(session, project, files=True)
 
 
 @router.patch("/api/v1/projects/{project_id}")
@@ -71,8 +72,8 @@ def update_project(
 ) -> dict[str, Any]:
     project = store.owned_project(session, user.id, project_id)
     changes = {name: getattr(body, name) for name in body.model_fields_set}
-    store.update_project(session, project, changes)
-    return store.project_public(session, project, files=True)
+    project = store.update_project(session, project, changes)
+    return views.project_public(session, project, files=True)
 
 
 @router.delete("/api/v1/projects/{project_id}", status_code=204)
@@ -137,8 +138,8 @@ async def upload_project_file(
 
     def store_upload() -> dict[str, Any]:
         project = store.owned_project(session, user.id, project_id)
-        row = store.add_project_file(session, project, body.name, body.content)
-        return store.file_public(row)
+        row = store.add_project_file(session, project.id, body.name, body.content)
+        return views.file_public(row)
 
     return await run_in_threadpool(store_upload)
 
@@ -150,7 +151,7 @@ def read_project_file(
     row = store.owned_project_file(session, user.id, file_id)
     if row.project_id != project_id:
         raise NotFound("file")
-    return store.file_public(row, content=True)
+    return views.file_public(row, content=True)
 
 
 @router.delete("/api/v1/projects/{project_id}/files/{file_id}", status_code=204)
@@ -174,4 +175,4 @@ def change_project_file_state(
     conversation = store_conversations.owned_conversation(session, user, conversation_id)
     row = store.owned_project_file(session, user.id, file_id)
     store.set_file_state(session, conversation, row, body.state)
-    return {**store.file_public(row), "state": body.state}
+    return {**views.file_public(row), "state": body.state}
