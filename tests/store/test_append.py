@@ -13,7 +13,11 @@ from sqlalchemy import func, select
 from chatmem.context.values import ToolCall
 from chatmem.errors import NotFound
 from chatmem.store import accounts
-from chatmem.store.conversations import create_conversation
+from chatmem.store.conversations import (
+    create_conversation,
+    delete_conversation,
+    owned_conversation,
+)
 from chatmem.store.db import Database
 from chatmem.store.messages import append_message
 from chatmem.store.quotas import UNLIMITED, Limits
@@ -48,8 +52,9 @@ def test_the_returned_row_is_the_stored_one_and_in_the_session(db: Database) -> 
         assert session.get(Message, second.num) is second  # the session's own row
         session.refresh(second)  # persistent: reloads from the table
         assert second.seq == 2 and second.meta == {"run_id": "r1"}
-        assert chat.last_active_at == chat.updated_at >= before
-        chat_id, stamp = chat.id, chat.last_active_at
+        times = owned_conversation(session, user, chat.id)
+        assert times.last_active_at == times.updated_at >= before
+        chat_id, stamp = chat.id, times.last_active_at
     with db.session() as session:
         stored = session.get(Conversation, chat_id)
         assert stored is not None and stored.last_active_at == stamp
@@ -75,8 +80,7 @@ def test_a_conversation_gone_is_not_found(db: Database) -> None:
     with db.session() as session:
         user = accounts.create_user(session, "ann")
         chat = create_conversation(session, user, UNLIMITED)
-        session.delete(chat)
-        session.flush()
+        delete_conversation(session, chat)
         with pytest.raises(NotFound):
             append_message(session, chat, "user", "Hello")
 

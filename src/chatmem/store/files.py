@@ -7,13 +7,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store.db import connection_of
+
+if TYPE_CHECKING:  # conversations imports projects, which imports this module
+    from chatmem.store.conversations import ConversationRecord
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Message
 from chatmem.store.token_counts import counts_for_text
@@ -31,7 +34,7 @@ def check_state(state: str) -> str:
 
 def add_file(
     session: Session,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     name: str,
     content: str,
     *,
@@ -62,7 +65,9 @@ def add_file(
         **counts_for_text(content),
     )
     session.add(row)
-    conversation.updated_at = utcnow()
+    session.execute(
+        update(Conversation).where(Conversation.id == conversation.id).values(updated_at=utcnow())
+    )
     session.flush()
     return row
 

@@ -15,13 +15,13 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session, make_transient_to_detached
-from sqlalchemy.orm.attributes import set_committed_value
 
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import ToolCall
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.settings import Settings
 from chatmem.store import quotas
+from chatmem.store.conversations import ConversationRecord, touch_conversation
 from chatmem.store.db import connection_of
 from chatmem.store.engine import SHOWN
 from chatmem.store.quotas import UNLIMITED, Limits
@@ -231,7 +231,7 @@ def store_message(
 
 def append_message(
     session: Session,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     role: str,
     content: str,
     *,
@@ -251,8 +251,7 @@ def append_message(
 
     The row goes in through the prepared Core statements of :func:`insert_message` (no unit
     of work: issue 16, 1,000 appends a second); the returned row is put in the session as
-    stored (persistent, nothing left to flush), and the conversation's times are set on it
-    as stored."""
+    stored (persistent, nothing left to flush)."""
     value = _checked(role, content, tool_calls, tool_call_id, message_id)
     session.flush()  # what the caller changed goes first (the ORM path's autoflush)
     now = utcnow()
@@ -269,8 +268,6 @@ def append_message(
     if stored is None:
         raise NotFound("conversation")
     values, num, seq = stored
-    for name in ("updated_at", "last_active_at"):
-        set_committed_value(conversation, name, now)
     row = Message(**values, num=num, seq=seq, hidden=False)
     make_transient_to_detached(row)
     session.add(row)
@@ -358,7 +355,7 @@ def history(
     return [MessageRecord(*row) for row in session.execute(stmt)]
 
 
-def message_in(session: Session, conversation: Conversation, message_id: str) -> Message:
+def message_in(session: Session, conversation: ConversationRecord, message_id: str) -> Message:
     row = session.scalars(
         select(Message).where(Message.id == message_id, Message.conversation_id == conversation.id)
     ).first()
@@ -368,7 +365,7 @@ def message_in(session: Session, conversation: Conversation, message_id: str) ->
 
 
 def set_pair_excluded(
-    session: Session, conversation: Conversation, message_id: str, excluded: bool
+    session: Session, conversation: ConversationRecord, message_id: str, excluded: bool
 ) -> list[str]:
     """CTX-15: excludes (or includes) the question–answer pair containing ``message_id``:
     the user message that opens it and everything up to the next user message.  Returns the
@@ -399,8 +396,7 @@ def set_pair_excluded(
         .values(excluded=excluded)
         .execution_options(synchronize_session="fetch")
     )
-    conversation.updated_at = utcnow()
-    session.flush()
+    touch_conversation(session, conversation.id)
     return list(session.scalars(select(Message.id).where(*bounds).order_by(Message.seq)))
 
 

@@ -12,7 +12,7 @@ plans see it (``store.engine.plan_version``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
@@ -24,6 +24,9 @@ from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.projects import Project, ProjectFile, ProjectFileState
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import iso, utcnow
+
+if TYPE_CHECKING:  # conversations imports this module
+    from chatmem.store.conversations import ConversationRecord
 
 MAX_PROJECT_NAME = 200
 
@@ -181,7 +184,7 @@ def delete_project_file(session: Session, project: Project, row: ProjectFile) ->
 
 
 def set_file_state(
-    session: Session, conversation: Conversation, row: ProjectFile, state: str
+    session: Session, conversation: ConversationRecord, row: ProjectFile, state: str
 ) -> None:
     """The conversation's own state for a file of its project (``auto`` clears it)."""
     if conversation.project_id != row.project_id:
@@ -195,7 +198,9 @@ def set_file_state(
     )
     if state != "auto":
         session.add(ProjectFileState(conversation_id=conversation.id, file_id=row.id, state=state))
-    conversation.updated_at = utcnow()
+    session.execute(
+        update(Conversation).where(Conversation.id == conversation.id).values(updated_at=utcnow())
+    )
     session.flush()
 
 
@@ -353,7 +358,7 @@ def imported_project(
 
 def conversation_files_public(
     session: Session,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     tokens_column: str = "tokens_estimate",
     statuses: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:

@@ -22,14 +22,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NothingToCompress
-from chatmem.store.conversations import (
-    ConversationRecord,
-    conversation_record,
-    create_conversation,
-)
+from chatmem.store.conversations import ConversationRecord, create_conversation
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.accounts import User
-from chatmem.store.tables.conversations import TOKEN_COLUMNS, Conversation, Summary
+from chatmem.store.tables.conversations import TOKEN_COLUMNS, Summary
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import utcnow
 
@@ -177,7 +173,7 @@ def _continued_title(title: str) -> str:
 
 
 def continue_in_new_conversation(
-    session: Session, user: User, source: Conversation, limits: Limits
+    session: Session, user: User, source: ConversationRecord, limits: Limits
 ) -> ConversationRecord:
     """The new conversation, starting from ``source``'s current summary."""
     summary = newest_summary(session, source.id)
@@ -190,7 +186,6 @@ def continue_in_new_conversation(
         "model": summary.model,
         **{column: getattr(summary, column) for column in TOKEN_COLUMNS.values()},
     }
-    source_id = source.id
     continued = create_conversation(
         session,
         user,
@@ -200,8 +195,8 @@ def continue_in_new_conversation(
         mode=source.mode,
         profile_id=source.profile_id,
         instructions=source.instructions,
+        source_conversation_id=source.id,
     )
-    continued.source_conversation_id = source_id
     session.add(
         Summary(
             conversation_id=continued.id,
@@ -215,4 +210,4 @@ def continue_in_new_conversation(
         )
     )
     session.flush()
-    return conversation_record(continued)
+    return continued

@@ -98,7 +98,7 @@ def update_conversation(
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     if "profile_id" in changes:
         _check_profile(session, user, changes["profile_id"])
-    store.update_conversation(session, user, conversation, changes)
+    conversation = store.update_conversation(session, user, conversation, changes)
     if (
         changes.get("mode") not in (None, "off")
         and engine_profile_for(session, conversation).stateless

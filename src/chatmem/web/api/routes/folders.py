@@ -37,8 +37,7 @@ def rename_folder(
     folder_id: str, body: FolderBody, user: CurrentUser, session: DbSession
 ) -> dict[str, Any]:
     folder = store.owned_folder(session, user, folder_id)
-    store.rename_folder(folder, body.name)
-    return folder_public(folder)
+    return folder_public(store.rename_folder(session, folder, body.name))
 
 
 @router.delete("/{folder_id}", status_code=204)

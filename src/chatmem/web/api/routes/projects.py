@@ -87,7 +87,10 @@ def project_conversations(project_id: str, user: CurrentUser, session: DbSession
     """The project's live conversations, most recently active first."""
     store.owned_project(session, user.id, project_id)
     return {
-        "items": [conversation_public(c) for c in store.project_conversations(session, project_id)]
+        "items": [
+            conversation_public(store_conversations.conversation_record(c))
+            for c in store.project_conversations(session, project_id)
+        ]
     }
 
 
