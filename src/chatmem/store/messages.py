@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
-from sqlalchemy.orm import Session, make_transient_to_detached
+from sqlalchemy.orm import Session
 
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import ToolCall
@@ -229,74 +229,6 @@ def store_message(
     return message_id
 
 
-def append_message(
-    session: Session,
-    conversation: ConversationRecord,
-    role: str,
-    content: str,
-    *,
-    limits: Limits = UNLIMITED,
-    tool_calls: Sequence[ToolCall | dict[str, Any]] | None = None,
-    tool_call_id: str | None = None,
-    excluded: bool = False,
-    created_at: datetime | None = None,
-    meta: dict[str, Any] | None = None,
-    message_id: str | None = None,
-) -> Message:
-    """Stores one message at the end of the conversation and returns its row.
-
-    Token counts for every tokenizer are computed here, once (CTX-2).  The conversation
-    becomes the most recently active.  With a message quota the oldest messages of this
-    conversation are evicted and counted on the owner (STORE-4).
-
-    The row goes in through the prepared Core statements of :func:`insert_message` (no unit
-    of work: issue 16, 1,000 appends a second); the returned row is put in the session as
-    stored (persistent, nothing left to flush)."""
-    value = _checked(role, content, tool_calls, tool_call_id, message_id)
-    session.flush()  # what the caller changed goes first (the ORM path's autoflush)
-    now = utcnow()
-    stored = _stored_row(
-        session.connection(),
-        value,
-        conversation.id,
-        user_id=None,
-        created_at=created_at or now,
-        now=now,
-        excluded=excluded,
-        meta=meta,
-    )
-    if stored is None:
-        raise NotFound("conversation")
-    values, num, seq = stored
-    row = Message(**values, num=num, seq=seq, hidden=False)
-    make_transient_to_detached(row)
-    session.add(row)
-    if limits.messages is not None:
-        owner = session.get(User, conversation.user_id)
-        assert owner is not None
-        quotas.enforce_message_quota(session, owner, conversation.id, limits)
-    return row
-
-
-def complete_message(
-    session: Session, message: Message, content: str, meta: dict[str, Any] | None
-) -> None:
-    """Replaces a stored message's text with a longer one that starts with it (an answer
-    recovered whole after a crash), counted again for every tokenizer (CTX-2)."""
-    value = _checked(
-        message.role,
-        content,
-        tool_calls_value(message.tool_calls),
-        message.tool_call_id,
-        message.id,
-    )
-    message.content = content
-    message.meta = meta
-    for column, count in counts_for_message(value).items():
-        setattr(message, column, count)
-    session.flush()
-
-
 @dataclass(frozen=True, slots=True)
 class MessageRecord:
     """One stored message, as read (the columns of ``messages`` but its row number)."""
@@ -315,6 +247,85 @@ class MessageRecord:
     excluded: bool
     meta: dict[str, Any] | None
     hidden: bool
+
+
+def append_message(
+    session: Session,
+    conversation: ConversationRecord,
+    role: str,
+    content: str,
+    *,
+    limits: Limits = UNLIMITED,
+    tool_calls: Sequence[ToolCall | dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    excluded: bool = False,
+    created_at: datetime | None = None,
+    meta: dict[str, Any] | None = None,
+    message_id: str | None = None,
+) -> MessageRecord:
+    """Stores one message at the end of the conversation and returns it as stored.
+
+    Token counts for every tokenizer are computed here, once (CTX-2).  The conversation
+    becomes the most recently active.  With a message quota the oldest messages of this
+    conversation are evicted and counted on the owner (STORE-4).
+
+    The row goes in through the prepared Core statements of :func:`insert_message` (no unit
+    of work: issue 16, 1,000 appends a second); the record is made of the values written."""
+    value = _checked(role, content, tool_calls, tool_call_id, message_id)
+    session.flush()  # what the caller changed goes first (the ORM path's autoflush)
+    now = utcnow()
+    stored = _stored_row(
+        session.connection(),
+        value,
+        conversation.id,
+        user_id=None,
+        created_at=created_at or now,
+        now=now,
+        excluded=excluded,
+        meta=meta,
+    )
+    if stored is None:
+        raise NotFound("conversation")
+    values, _num, seq = stored
+    record = MessageRecord(
+        values["id"],
+        values["conversation_id"],
+        seq,
+        values["role"],
+        values["content"],
+        values["created_at"],
+        values["tokens_estimate"],
+        values["tokens_o200k"],
+        values["tokens_cl100k"],
+        values["tool_calls"],
+        values["tool_call_id"],
+        values["excluded"],
+        values["meta"],
+        False,
+    )
+    if limits.messages is not None:
+        owner = session.get(User, conversation.user_id)
+        assert owner is not None
+        quotas.enforce_message_quota(session, owner, conversation.id, limits)
+    return record
+
+
+def complete_message(
+    session: Session, message_id: str, content: str, meta: dict[str, Any] | None
+) -> None:
+    """Replaces a stored message's text with a longer one that starts with it (an answer
+    recovered whole after a crash), counted again for every tokenizer (CTX-2)."""
+    role, tool_calls, tool_call_id = session.execute(
+        select(Message.role, Message.tool_calls, Message.tool_call_id).where(
+            Message.id == message_id
+        )
+    ).one()
+    value = _checked(role, content, tool_calls_value(tool_calls), tool_call_id, message_id)
+    session.execute(
+        update(Message)
+        .where(Message.id == message_id)
+        .values(content=content, meta=meta, **counts_for_message(value))
+    )
 
 
 _RECORD_COLUMNS = (
@@ -355,13 +366,17 @@ def history(
     return [MessageRecord(*row) for row in session.execute(stmt)]
 
 
-def message_in(session: Session, conversation: ConversationRecord, message_id: str) -> Message:
-    row = session.scalars(
-        select(Message).where(Message.id == message_id, Message.conversation_id == conversation.id)
+def message_in(
+    session: Session, conversation: ConversationRecord, message_id: str
+) -> MessageRecord:
+    row = session.execute(
+        select(*_RECORD_COLUMNS).where(
+            Message.id == message_id, Message.conversation_id == conversation.id
+        )
     ).first()
     if row is None:
         raise NotFound("message")
-    return row
+    return MessageRecord(*row)
 
 
 def set_pair_excluded(

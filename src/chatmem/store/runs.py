@@ -389,9 +389,7 @@ def complete_step_message(
 ) -> None:
     """Replaces the message's text with the longer one that starts with it (see
     :func:`chatmem.store.messages.complete_message`)."""
-    message = session.get(Message, message_id)
-    assert message is not None
-    complete_message(session, message, content, meta)
+    complete_message(session, message_id, content, meta)
 
 
 def add_run_message(
