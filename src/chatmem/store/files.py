@@ -40,7 +40,9 @@ def add_file(
     *,
     message_id: str | None = None,
     state: str = "auto",
-) -> File:
+) -> FileRecord:
+    """Stores a text file of the conversation (of one of its messages with ``message_id``)
+    and answers it as stored."""
     name = name.strip()
     if not name or len(name) > MAX_NAME:
         raise InvalidInput(f"A file name is 1 to {MAX_NAME} characters.")
@@ -69,7 +71,7 @@ def add_file(
         update(Conversation).where(Conversation.id == conversation.id).values(updated_at=utcnow())
     )
     session.flush()
-    return row
+    return _record(row)
 
 
 class Attachment(Protocol):

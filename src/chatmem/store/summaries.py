@@ -140,8 +140,9 @@ def add_summary(
     focus: str | None,
     cost: float,
     model: str | None,
-) -> Summary:
-    """The next version of the conversation's summary (a compaction round's, CTX-12)."""
+) -> SummaryRecord:
+    """The next version of the conversation's summary (a compaction round's, CTX-12), as
+    stored."""
     version = (
         session.scalar(
             select(func.max(Summary.version)).where(Summary.conversation_id == conversation_id)
@@ -162,7 +163,8 @@ def add_summary(
         **counts_for_text(text),
     )
     session.add(row)
-    return row
+    session.flush()
+    return _record(row)
 
 
 def _continued_title(title: str) -> str:
