@@ -328,7 +328,8 @@ def complete_message(
     )
 
 
-_RECORD_COLUMNS = (
+#: The columns of a :class:`MessageRecord`, in order (a read selects these, not ORM rows).
+MESSAGE_COLUMNS = (
     Message.id,
     Message.conversation_id,
     Message.seq,
@@ -355,7 +356,7 @@ def history(
     hidden: bool = True,
 ) -> list[MessageRecord]:
     """The conversation's messages in order (``hidden``: with the hidden versions, PROJ-3)."""
-    stmt = select(*_RECORD_COLUMNS).where(Message.conversation_id == conversation_id)
+    stmt = select(*MESSAGE_COLUMNS).where(Message.conversation_id == conversation_id)
     if not hidden:
         stmt = stmt.where(Message.hidden == False)  # noqa: E712
     if after_seq is not None:
@@ -370,7 +371,7 @@ def message_in(
     session: Session, conversation: ConversationRecord, message_id: str
 ) -> MessageRecord:
     row = session.execute(
-        select(*_RECORD_COLUMNS).where(
+        select(*MESSAGE_COLUMNS).where(
             Message.id == message_id, Message.conversation_id == conversation.id
         )
     ).first()
