@@ -12,8 +12,9 @@ from chatmem.models.profiles import engine_profile_for
 from chatmem.store import conversations as store
 from chatmem.store.profiles import profile_visible
 from chatmem.store.quotas import Limits
-from chatmem.web.api.schemas import Body, Offset, WholeNumber, conversation_public, evicted_public
+from chatmem.web.api.schemas import Body, Offset, WholeNumber, evicted_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.views.conversations import conversation_public
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
 

@@ -9,8 +9,9 @@ from pydantic import Field
 
 from chatmem.store import conversations as store
 from chatmem.store.quotas import Limits
-from chatmem.web.api.schemas import Body, folder_public
+from chatmem.web.api.schemas import Body
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.views.conversations import folder_public
 
 router = APIRouter(prefix="/api/v1/folders", tags=["folders"])
 
