@@ -14,13 +14,13 @@ from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store.db import connection_of
-
-if TYPE_CHECKING:  # conversations imports projects, which imports this module
-    from chatmem.store.conversations import ConversationRecord
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, File, Message
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import new_id, utcnow
+
+if TYPE_CHECKING:  # conversations imports projects, which imports this module
+    from chatmem.store.conversations import ConversationRecord
 
 FILE_STATES = ("auto", "pinned", "excluded")
 MAX_NAME = 500

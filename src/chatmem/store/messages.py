@@ -229,26 +229,6 @@ def store_message(
     return message_id
 
 
-@dataclass(frozen=True, slots=True)
-class MessageRecord:
-    """One stored message, as read (the columns of ``messages`` but its row number)."""
-
-    id: str
-    conversation_id: str
-    seq: int
-    role: str
-    content: str
-    created_at: datetime
-    tokens_estimate: int
-    tokens_o200k: int
-    tokens_cl100k: int
-    tool_calls: list[dict[str, Any]] | None
-    tool_call_id: str | None
-    excluded: bool
-    meta: dict[str, Any] | None
-    hidden: bool
-
-
 def append_message(
     session: Session,
     conversation: ConversationRecord,
@@ -287,27 +267,11 @@ def append_message(
     if stored is None:
         raise NotFound("conversation")
     values, _num, seq = stored
-    record = MessageRecord(
-        values["id"],
-        values["conversation_id"],
-        seq,
-        values["role"],
-        values["content"],
-        values["created_at"],
-        values["tokens_estimate"],
-        values["tokens_o200k"],
-        values["tokens_cl100k"],
-        values["tool_calls"],
-        values["tool_call_id"],
-        values["excluded"],
-        values["meta"],
-        False,
-    )
     if limits.messages is not None:
         owner = session.get(User, conversation.user_id)
         assert owner is not None
         quotas.enforce_message_quota(session, owner, conversation.id, limits)
-    return record
+    return MessageRecord(**values, seq=seq, hidden=False)
 
 
 def complete_message(
@@ -326,6 +290,26 @@ def complete_message(
         .where(Message.id == message_id)
         .values(content=content, meta=meta, **counts_for_message(value))
     )
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One stored message, as read (the columns of ``messages`` but its row number)."""
+
+    id: str
+    conversation_id: str
+    seq: int
+    role: str
+    content: str
+    created_at: datetime
+    tokens_estimate: int
+    tokens_o200k: int
+    tokens_cl100k: int
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    excluded: bool
+    meta: dict[str, Any] | None
+    hidden: bool
 
 
 #: The columns of a :class:`MessageRecord`, in order (a read selects these, not ORM rows).

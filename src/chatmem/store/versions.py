@@ -28,7 +28,7 @@ are numbered in creation order; the API's index is the position (1 …).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select, update
@@ -81,7 +81,7 @@ class VersionRecord:
     slot: str
     number: int
     shown: bool
-    message_ids: tuple[str, ...]
+    message_ids: list[str]
 
 
 def _message(session: Session, *conditions: ColumnElement[bool]) -> MessageRecord | None:
@@ -163,17 +163,9 @@ def _question_slot(
 def conversation_versions(session: Session, conversation_id: str) -> list[VersionRecord]:
     """Every version of a conversation (few: one per regenerate or edit)."""
     return [
-        VersionRecord(*row[:-1], tuple(row[-1]))
+        VersionRecord(*row)
         for row in session.execute(
-            select(
-                MessageVersion.id,
-                MessageVersion.conversation_id,
-                MessageVersion.kind,
-                MessageVersion.slot,
-                MessageVersion.number,
-                MessageVersion.shown,
-                MessageVersion.message_ids,
-            )
+            select(*(getattr(MessageVersion, field.name) for field in fields(VersionRecord)))
             .where(MessageVersion.conversation_id == conversation_id)
             .order_by(MessageVersion.kind, MessageVersion.slot, MessageVersion.number)
         )
