@@ -8,7 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import ToolCall
@@ -65,7 +65,11 @@ def rich_conversation(
             mode="economy",
             instructions="Answer briefly.",
         )
-        conversation.meta = {"profile": dict(PROFILE)}
+        session.execute(  # the export's own column (chatmem.store.exchange owns it)
+            update(Conversation)
+            .where(Conversation.id == conversation.id)
+            .values(meta={"profile": dict(PROFILE)})
+        )
         at = T0
         first = second = None
         for turn in range(turns):

@@ -1,6 +1,6 @@
 """``append_message``'s contract, now that it writes through the prepared Core statements of
-``insert_message`` (issue 16): the row it returns is the stored one and lives in the
-session, the conversation's times follow, the caller's pending changes go first, the message
+``insert_message`` (issue 16): the record it returns is the stored row, nothing is left to
+flush, the conversation's times follow, the caller's pending changes go first, the message
 quota evicts as before."""
 
 from __future__ import annotations
@@ -13,14 +13,18 @@ from sqlalchemy import func, select
 from chatmem.context.values import ToolCall
 from chatmem.errors import NotFound
 from chatmem.store import accounts
-from chatmem.store.conversations import create_conversation
+from chatmem.store.conversations import (
+    create_conversation,
+    delete_conversation,
+    owned_conversation,
+)
 from chatmem.store.db import Database
-from chatmem.store.messages import append_message
+from chatmem.store.messages import append_message, history
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.tables.conversations import Conversation, Message
 
 
-def test_the_returned_row_is_the_stored_one_and_in_the_session(db: Database) -> None:
+def test_the_returned_record_is_the_stored_row(db: Database) -> None:
     at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     with db.session() as session:
         user = accounts.create_user(session, "ann")
@@ -40,16 +44,19 @@ def test_the_returned_row_is_the_stored_one_and_in_the_session(db: Database) -> 
             message_id="m-2",
         )
         assert (first.seq, second.seq) == (1, 2)
-        assert second.id == "m-2" and second.num > first.num
+        assert second.id == "m-2"
         assert second.tool_calls == [{"id": "call_1", "name": "search", "arguments": '{"q": "x"}'}]
         assert second.excluded and not second.hidden and second.created_at == at
         assert second.meta == {"run_id": "r1"} and second.tokens_estimate > 0
-        assert second in session and not session.dirty and not session.new
-        assert session.get(Message, second.num) is second  # the session's own row
-        session.refresh(second)  # persistent: reloads from the table
-        assert second.seq == 2 and second.meta == {"run_id": "r1"}
-        assert chat.last_active_at == chat.updated_at >= before
-        chat_id, stamp = chat.id, chat.last_active_at
+        assert not session.dirty and not session.new  # nothing left to flush
+        assert history(session, chat.id) == [first, second]  # the rows as stored
+        nums = session.scalars(
+            select(Message.num).where(Message.conversation_id == chat.id).order_by(Message.seq)
+        ).all()
+        assert nums[1] > nums[0]
+        times = owned_conversation(session, user, chat.id)
+        assert times.last_active_at == times.updated_at >= before
+        chat_id, stamp = chat.id, times.last_active_at
     with db.session() as session:
         stored = session.get(Conversation, chat_id)
         assert stored is not None and stored.last_active_at == stamp
@@ -75,8 +82,7 @@ def test_a_conversation_gone_is_not_found(db: Database) -> None:
     with db.session() as session:
         user = accounts.create_user(session, "ann")
         chat = create_conversation(session, user, UNLIMITED)
-        session.delete(chat)
-        session.flush()
+        delete_conversation(session, chat)
         with pytest.raises(NotFound):
             append_message(session, chat, "user", "Hello")
 

@@ -14,7 +14,7 @@ from chatmem.store import accounts
 from chatmem.store.conversations import create_conversation
 from chatmem.store.db import Database
 from chatmem.store.engine import LazyMessages, load_engine_conversation
-from chatmem.store.messages import append_message
+from chatmem.store.messages import append_message, history
 from chatmem.store.quotas import UNLIMITED, conversations_to_evict
 from chatmem.store.tables.conversations import Conversation, Message
 
@@ -98,7 +98,7 @@ def test_append_message_counts_tokens_once_for_every_tokenizer(tmp_path: Path) -
         assert row.tokens_estimate > 0
         for tokenizer in ("o200k_base", "cl100k_base"):
             load_engine_conversation(session, conversation.id, tokenizer=tokenizer)
-        session.refresh(row)
+        (row,) = history(session, conversation.id)  # as stored now
         assert row.tokens_estimate >= row.tokens_o200k > 0 and row.tokens_cl100k > 0
 
 

@@ -105,7 +105,9 @@ def test_a_search_pages_within_the_users_folder_and_cursor(db: Database) -> None
             append_message(session, chat, "assistant", "Another geyser.")
             made.append(chat)
         gone = create_conversation(session, ann, UNLIMITED, title="Archived geyser")
-        gone.archived_at = utcnow()
+        session.execute(
+            update(Conversation).where(Conversation.id == gone.id).values(archived_at=utcnow())
+        )
         theirs = create_conversation(session, bob, UNLIMITED, title="Bob's")
         append_message(session, theirs, "user", "geyser")
         ann_id, folder_id = ann.id, trips.id

@@ -13,6 +13,7 @@ from tests.turns.conftest import Chat, make_chat
 
 from chatmem.store.tables.runs import UsageRow
 from chatmem.turns import answerer, usage
+from chatmem.web.views.usage import usage_public
 
 
 def _shared_profile(
@@ -236,7 +237,7 @@ def test_resets_at_is_when_the_bar_next_changes_USE_4(
         ],
     )
     with turn_client.app.state.db.session() as session:  # type: ignore[attr-defined]
-        summary = usage.usage_summary(session, chat.user.id, settings, now=now)
+        summary = usage_public(usage.usage_summary(session, chat.user.id, settings, now=now))
     # Session: 1.25 of 1.0 spent; under the limit once the 0.5 of 4 h ago has left (5 h).
     assert summary["session"]["spent"] == 1.25 and summary["exhausted_by"] == "session"
     assert summary["session"]["resets_at"] == "2026-11-30T13:00:00Z"

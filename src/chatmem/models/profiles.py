@@ -35,9 +35,9 @@ from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox, profile_aad
 from chatmem.store import profiles as store
 from chatmem.store.accounts import UserRecord
+from chatmem.store.conversations import ConversationRecord
 from chatmem.store.profiles import ProfileRecord
 from chatmem.store.sessions import Session
-from chatmem.store.tables.conversations import Conversation
 from chatmem.store.tables.profiles import (
     CONTEXT_WINDOW_DEFAULT,
     CONTEXT_WINDOW_MAX,
@@ -120,7 +120,7 @@ def editable_profile(session: Session, user: UserRecord, profile_id: str) -> Pro
     return record
 
 
-def engine_profile_for(session: Session, conversation: Conversation) -> Profile:
+def engine_profile_for(session: Session, conversation: ConversationRecord) -> Profile:
     """The engine profile for the conversation's model profile (with its summariser's
     prices); the default :class:`Profile` when the conversation has none or it is no longer
     visible to the conversation's owner."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from functools import cache
@@ -24,7 +24,9 @@ from sqlalchemy import (
     Select,
     String,
     bindparam,
+    delete,
     func,
+    insert,
     select,
     tuple_,
     update,
@@ -39,20 +41,13 @@ from chatmem.store.quotas import Limits
 from chatmem.store.search import search_source, search_values
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.conversations import Conversation, Folder, Message
-from chatmem.store.types import UTCDateTime, utcnow
+from chatmem.store.types import UTCDateTime, new_id, utcnow
 
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
 
 
 # --- folders -----------------------------------------------------------------------------
-
-
-def owned_folder(session: Session, user: Account, folder_id: str) -> Folder:
-    folder = session.get(Folder, folder_id)
-    if folder is None or folder.user_id != user.id:
-        raise NotFound("folder")
-    return folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +58,17 @@ class FolderRecord:
     user_id: str
     name: str
     created_at: datetime
+
+
+_FOLDER_COLUMNS = (Folder.id, Folder.user_id, Folder.name, Folder.created_at)
+_FOLDER_BY_ID = select(*_FOLDER_COLUMNS).where(Folder.id == bindparam("folder_id", type_=String()))
+
+
+def owned_folder(session: Session, user: Account, folder_id: str) -> FolderRecord:
+    row = session.execute(_FOLDER_BY_ID, {"folder_id": folder_id}).first()
+    if row is None or row.user_id != user.id:
+        raise NotFound("folder")
+    return FolderRecord(*row)
 
 
 def _folder_record(folder: Folder) -> FolderRecord:
@@ -93,34 +99,22 @@ def create_folder(session: Session, user: Account, name: str, limits: Limits) ->
     return _folder_record(folder)
 
 
-def rename_folder(folder: Folder, name: str) -> None:
-    folder.name = _folder_name(name)
+def rename_folder(session: Session, folder: FolderRecord, name: str) -> FolderRecord:
+    """The folder under its new name, as stored."""
+    name = _folder_name(name)
+    session.execute(update(Folder).where(Folder.id == folder.id).values(name=name))
+    return replace(folder, name=name)
 
 
-def delete_folder(session: Session, folder: Folder) -> None:
+def delete_folder(session: Session, folder: FolderRecord) -> None:
     """Deletes the folder; its conversations stay, without a folder (STORE-6: nothing else)."""
     session.query(Conversation).filter(Conversation.folder_id == folder.id).update(
         {Conversation.folder_id: None}, synchronize_session=False
     )
-    session.delete(folder)
-    session.flush()
+    session.execute(delete(Folder).where(Folder.id == folder.id))
 
 
 # --- conversations ------------------------------------------------------------------------
-
-
-def owned_conversation(
-    session: Session, user: Account, conversation_id: str, *, archived: bool = False
-) -> Conversation:
-    """The user's conversation; archived ones only when asked for (ARCH-1)."""
-    conversation = session.get(Conversation, conversation_id)
-    if (
-        conversation is None
-        or conversation.user_id != user.id
-        or (conversation.archived_at is not None and not archived)
-    ):
-        raise NotFound("conversation")
-    return conversation
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,24 +139,38 @@ class ConversationRecord:
     project_id: str | None
 
 
+#: The record's fields, in order: the columns a conversation is read by.
+_RECORD_FIELDS = tuple(field.name for field in dataclass_fields(ConversationRecord))
+
+
 def conversation_record(row: Conversation) -> ConversationRecord:
-    return ConversationRecord(
-        row.id,
-        row.user_id,
-        row.title,
-        row.folder_id,
-        row.pinned,
-        row.mode,
-        row.profile_id,
-        row.instructions,
-        row.created_at,
-        row.updated_at,
-        row.last_active_at,
-        row.archived_at,
-        row.source_conversation_id,
-        row.recall,
-        row.project_id,
-    )
+    return ConversationRecord(*(getattr(row, name) for name in _RECORD_FIELDS))
+
+
+_BY_ID = select(*(getattr(Conversation, name) for name in _RECORD_FIELDS)).where(
+    Conversation.id == bindparam("conversation_id", type_=String())
+)
+
+
+def _read(session: Session, conversation_id: str) -> ConversationRecord | None:
+    """The conversation's columns, not an ORM object (every request of a conversation reads
+    it, a turn first of all)."""
+    row = session.execute(_BY_ID, {"conversation_id": conversation_id}).first()
+    return ConversationRecord(*row) if row is not None else None
+
+
+def owned_conversation(
+    session: Session, user: Account, conversation_id: str, *, archived: bool = False
+) -> ConversationRecord:
+    """The user's conversation; archived ones only when asked for (ARCH-1)."""
+    conversation = _read(session, conversation_id)
+    if (
+        conversation is None
+        or conversation.user_id != user.id
+        or (conversation.archived_at is not None and not archived)
+    ):
+        raise NotFound("conversation")
+    return conversation
 
 
 def owned_conversation_row(
@@ -170,10 +178,19 @@ def owned_conversation_row(
 ) -> ConversationRecord:
     """:func:`owned_conversation` by the user's id (the turn path has no ``User``): never an
     archived one."""
-    row = session.get(Conversation, conversation_id)
-    if row is None or row.user_id != user_id or row.archived_at is not None:
+    conversation = _read(session, conversation_id)
+    if (
+        conversation is None
+        or conversation.user_id != user_id
+        or conversation.archived_at is not None
+    ):
         raise NotFound("conversation")
-    return conversation_record(row)
+    return conversation
+
+
+def conversation_by_id(session: Session, conversation_id: str) -> ConversationRecord | None:
+    """The conversation whoever owns it (what a run left behind is stored in its own)."""
+    return _read(session, conversation_id)
 
 
 def touch_conversation(session: Session, conversation_id: str) -> None:
@@ -217,16 +234,17 @@ def create_conversation(
     conversation_id: str | None = None,
     recall: bool | None = None,
     project_id: str | None = None,
-) -> Conversation:
+    source_conversation_id: str | None = None,
+) -> ConversationRecord:
     """``conversation_id``: the new conversation's id when the caller needs it first (to
     take its lock before it exists); a fresh one otherwise.  ``project_id``: one of the
-    user's projects (PROJ-1)."""
+    user's projects (PROJ-1).  ``source_conversation_id``: the one it continues (CTX-23)."""
     if folder_id is not None:
         owned_folder(session, user, folder_id)
     projects.check_project(session, user.id, project_id)
     now = utcnow()
-    conversation = Conversation(
-        **({"id": conversation_id} if conversation_id else {}),
+    conversation = ConversationRecord(
+        id=conversation_id or new_id(),
         user_id=user.id,
         title=_title(title),
         folder_id=folder_id,
@@ -234,14 +252,15 @@ def create_conversation(
         mode=check_mode(mode),
         profile_id=profile_id,
         instructions=instructions,
-        recall=recall,
-        project_id=project_id,
         created_at=now,
         updated_at=now,
         last_active_at=now,
+        archived_at=None,
+        source_conversation_id=source_conversation_id,
+        recall=recall,
+        project_id=project_id,
     )
-    session.add(conversation)
-    session.flush()
+    session.execute(insert(Conversation).values(**asdict(conversation)))
     quotas.enforce_conversation_quota(session, user, limits)
     return conversation
 
@@ -276,41 +295,44 @@ def create_conversation_as(
 
 
 def update_conversation(
-    session: Session, user: Account, conversation: Conversation, changes: dict[str, Any]
-) -> None:
-    """Applies a PATCH: only keys present in ``changes`` change (``None`` clears folder/profile)."""
+    session: Session, user: Account, conversation: ConversationRecord, changes: dict[str, Any]
+) -> ConversationRecord:
+    """Applies a PATCH: only keys present in ``changes`` change (``None`` clears folder/profile).
+    Returns the conversation as stored."""
+    values: dict[str, Any] = {}
     if "title" in changes:
         if changes["title"] is None:
             raise InvalidInput("title: must be a string")
-        conversation.title = _title(changes["title"])
+        values["title"] = _title(changes["title"])
     if "folder_id" in changes:
         if changes["folder_id"] is not None:
             owned_folder(session, user, changes["folder_id"])
-        conversation.folder_id = changes["folder_id"]
+        values["folder_id"] = changes["folder_id"]
     if "pinned" in changes:
         if changes["pinned"] is None:
             raise InvalidInput("pinned: must be a boolean")
-        conversation.pinned = bool(changes["pinned"])
+        values["pinned"] = bool(changes["pinned"])
     if "mode" in changes:
         if changes["mode"] is None:
             raise InvalidInput("mode: must be a string")
-        conversation.mode = check_mode(changes["mode"])
+        values["mode"] = check_mode(changes["mode"])
     if "profile_id" in changes:
-        conversation.profile_id = changes["profile_id"]
+        values["profile_id"] = changes["profile_id"]
     if "instructions" in changes:
-        conversation.instructions = changes["instructions"] or ""
+        values["instructions"] = changes["instructions"] or ""
     if "recall" in changes:  # issue 17: None follows the profile and the mode again
-        conversation.recall = changes["recall"]
+        values["recall"] = changes["recall"]
     if "project_id" in changes:  # PROJ-1: moved into one of the user's projects, or out
         projects.check_project(session, user.id, changes["project_id"])
-        conversation.project_id = changes["project_id"]
-    conversation.updated_at = utcnow()
-    session.flush()
+        values["project_id"] = changes["project_id"]
+    values["updated_at"] = utcnow()
+    session.execute(update(Conversation).where(Conversation.id == conversation.id).values(values))
+    return replace(conversation, **values)
 
 
-def delete_conversation(session: Session, conversation: Conversation) -> None:
-    session.delete(conversation)
-    session.flush()
+def delete_conversation(session: Session, conversation: ConversationRecord) -> None:
+    """Deletes the conversation with everything it holds (the tables cascade)."""
+    session.execute(delete(Conversation).where(Conversation.id == conversation.id))
 
 
 def message_count(session: Session, conversation_id: str) -> int:

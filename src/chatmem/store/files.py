@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.orm import Session
@@ -18,6 +18,9 @@ from chatmem.store.db import connection_of
 from chatmem.store.tables.conversations import Conversation, File, Message
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import new_id, utcnow
+
+if TYPE_CHECKING:  # conversations imports projects, which imports this module
+    from chatmem.store.conversations import ConversationRecord
 
 FILE_STATES = ("auto", "pinned", "excluded")
 MAX_NAME = 500
@@ -31,13 +34,15 @@ def check_state(state: str) -> str:
 
 def add_file(
     session: Session,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     name: str,
     content: str,
     *,
     message_id: str | None = None,
     state: str = "auto",
-) -> File:
+) -> FileRecord:
+    """Stores a text file of the conversation (of one of its messages with ``message_id``)
+    and answers it as stored."""
     name = name.strip()
     if not name or len(name) > MAX_NAME:
         raise InvalidInput(f"A file name is 1 to {MAX_NAME} characters.")
@@ -62,9 +67,11 @@ def add_file(
         **counts_for_text(content),
     )
     session.add(row)
-    conversation.updated_at = utcnow()
+    session.execute(
+        update(Conversation).where(Conversation.id == conversation.id).values(updated_at=utcnow())
+    )
     session.flush()
-    return row
+    return _record(row)
 
 
 class Attachment(Protocol):

@@ -14,14 +14,14 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
-from sqlalchemy.orm import Session, make_transient_to_detached
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm import Session
 
 from chatmem.context.values import Message as EngineMessage
 from chatmem.context.values import ToolCall
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.settings import Settings
 from chatmem.store import quotas
+from chatmem.store.conversations import ConversationRecord, touch_conversation
 from chatmem.store.db import connection_of
 from chatmem.store.engine import SHOWN
 from chatmem.store.quotas import UNLIMITED, Limits
@@ -231,7 +231,7 @@ def store_message(
 
 def append_message(
     session: Session,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     role: str,
     content: str,
     *,
@@ -242,17 +242,15 @@ def append_message(
     created_at: datetime | None = None,
     meta: dict[str, Any] | None = None,
     message_id: str | None = None,
-) -> Message:
-    """Stores one message at the end of the conversation and returns its row.
+) -> MessageRecord:
+    """Stores one message at the end of the conversation and returns it as stored.
 
     Token counts for every tokenizer are computed here, once (CTX-2).  The conversation
     becomes the most recently active.  With a message quota the oldest messages of this
     conversation are evicted and counted on the owner (STORE-4).
 
     The row goes in through the prepared Core statements of :func:`insert_message` (no unit
-    of work: issue 16, 1,000 appends a second); the returned row is put in the session as
-    stored (persistent, nothing left to flush), and the conversation's times are set on it
-    as stored."""
+    of work: issue 16, 1,000 appends a second); the record is made of the values written."""
     value = _checked(role, content, tool_calls, tool_call_id, message_id)
     session.flush()  # what the caller changed goes first (the ORM path's autoflush)
     now = utcnow()
@@ -268,36 +266,30 @@ def append_message(
     )
     if stored is None:
         raise NotFound("conversation")
-    values, num, seq = stored
-    for name in ("updated_at", "last_active_at"):
-        set_committed_value(conversation, name, now)
-    row = Message(**values, num=num, seq=seq, hidden=False)
-    make_transient_to_detached(row)
-    session.add(row)
+    values, _num, seq = stored
     if limits.messages is not None:
         owner = session.get(User, conversation.user_id)
         assert owner is not None
         quotas.enforce_message_quota(session, owner, conversation.id, limits)
-    return row
+    return MessageRecord(**values, seq=seq, hidden=False)
 
 
 def complete_message(
-    session: Session, message: Message, content: str, meta: dict[str, Any] | None
+    session: Session, message_id: str, content: str, meta: dict[str, Any] | None
 ) -> None:
     """Replaces a stored message's text with a longer one that starts with it (an answer
     recovered whole after a crash), counted again for every tokenizer (CTX-2)."""
-    value = _checked(
-        message.role,
-        content,
-        tool_calls_value(message.tool_calls),
-        message.tool_call_id,
-        message.id,
+    role, tool_calls, tool_call_id = session.execute(
+        select(Message.role, Message.tool_calls, Message.tool_call_id).where(
+            Message.id == message_id
+        )
+    ).one()
+    value = _checked(role, content, tool_calls_value(tool_calls), tool_call_id, message_id)
+    session.execute(
+        update(Message)
+        .where(Message.id == message_id)
+        .values(content=content, meta=meta, **counts_for_message(value))
     )
-    message.content = content
-    message.meta = meta
-    for column, count in counts_for_message(value).items():
-        setattr(message, column, count)
-    session.flush()
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +312,8 @@ class MessageRecord:
     hidden: bool
 
 
-_RECORD_COLUMNS = (
+#: The columns of a :class:`MessageRecord`, in order (a read selects these, not ORM rows).
+MESSAGE_COLUMNS = (
     Message.id,
     Message.conversation_id,
     Message.seq,
@@ -347,7 +340,7 @@ def history(
     hidden: bool = True,
 ) -> list[MessageRecord]:
     """The conversation's messages in order (``hidden``: with the hidden versions, PROJ-3)."""
-    stmt = select(*_RECORD_COLUMNS).where(Message.conversation_id == conversation_id)
+    stmt = select(*MESSAGE_COLUMNS).where(Message.conversation_id == conversation_id)
     if not hidden:
         stmt = stmt.where(Message.hidden == False)  # noqa: E712
     if after_seq is not None:
@@ -358,17 +351,21 @@ def history(
     return [MessageRecord(*row) for row in session.execute(stmt)]
 
 
-def message_in(session: Session, conversation: Conversation, message_id: str) -> Message:
-    row = session.scalars(
-        select(Message).where(Message.id == message_id, Message.conversation_id == conversation.id)
+def message_in(
+    session: Session, conversation: ConversationRecord, message_id: str
+) -> MessageRecord:
+    row = session.execute(
+        select(*MESSAGE_COLUMNS).where(
+            Message.id == message_id, Message.conversation_id == conversation.id
+        )
     ).first()
     if row is None:
         raise NotFound("message")
-    return row
+    return MessageRecord(*row)
 
 
 def set_pair_excluded(
-    session: Session, conversation: Conversation, message_id: str, excluded: bool
+    session: Session, conversation: ConversationRecord, message_id: str, excluded: bool
 ) -> list[str]:
     """CTX-15: excludes (or includes) the question–answer pair containing ``message_id``:
     the user message that opens it and everything up to the next user message.  Returns the
@@ -399,8 +396,7 @@ def set_pair_excluded(
         .values(excluded=excluded)
         .execution_options(synchronize_session="fetch")
     )
-    conversation.updated_at = utcnow()
-    session.flush()
+    touch_conversation(session, conversation.id)
     return list(session.scalars(select(Message.id).where(*bounds).order_by(Message.seq)))
 
 

@@ -33,6 +33,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from chatmem.errors import NotFound
+from chatmem.store.conversations import conversation_by_id
 from chatmem.store.db import connection_of
 from chatmem.store.messages import append_message, complete_message
 from chatmem.store.tables.conversations import Conversation, Message
@@ -388,9 +389,7 @@ def complete_step_message(
 ) -> None:
     """Replaces the message's text with the longer one that starts with it (see
     :func:`chatmem.store.messages.complete_message`)."""
-    message = session.get(Message, message_id)
-    assert message is not None
-    complete_message(session, message, content, meta)
+    complete_message(session, message_id, content, meta)
 
 
 def add_run_message(
@@ -403,7 +402,7 @@ def add_run_message(
     tool_call_id: str | None = None,
 ) -> None:
     """Appends a message a run leaves behind (its interrupted answer, a tool call's result)."""
-    conversation = session.get(Conversation, conversation_id)
+    conversation = conversation_by_id(session, conversation_id)
     assert conversation is not None
     append_message(session, conversation, role, content, tool_call_id=tool_call_id, meta=meta)
 

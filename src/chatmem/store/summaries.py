@@ -23,13 +23,9 @@ from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NothingToCompress
 from chatmem.store.accounts import Account
-from chatmem.store.conversations import (
-    ConversationRecord,
-    conversation_record,
-    create_conversation,
-)
+from chatmem.store.conversations import ConversationRecord, create_conversation
 from chatmem.store.quotas import Limits
-from chatmem.store.tables.conversations import TOKEN_COLUMNS, Conversation, Summary
+from chatmem.store.tables.conversations import TOKEN_COLUMNS, Summary
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import utcnow
 
@@ -144,8 +140,9 @@ def add_summary(
     focus: str | None,
     cost: float,
     model: str | None,
-) -> Summary:
-    """The next version of the conversation's summary (a compaction round's, CTX-12)."""
+) -> SummaryRecord:
+    """The next version of the conversation's summary (a compaction round's, CTX-12), as
+    stored."""
     version = (
         session.scalar(
             select(func.max(Summary.version)).where(Summary.conversation_id == conversation_id)
@@ -166,7 +163,8 @@ def add_summary(
         **counts_for_text(text),
     )
     session.add(row)
-    return row
+    session.flush()
+    return _record(row)
 
 
 def _continued_title(title: str) -> str:
@@ -177,7 +175,7 @@ def _continued_title(title: str) -> str:
 
 
 def continue_in_new_conversation(
-    session: Session, user: Account, source: Conversation, limits: Limits
+    session: Session, user: Account, source: ConversationRecord, limits: Limits
 ) -> ConversationRecord:
     """The new conversation, starting from ``source``'s current summary."""
     summary = newest_summary(session, source.id)
@@ -190,7 +188,6 @@ def continue_in_new_conversation(
         "model": summary.model,
         **{column: getattr(summary, column) for column in TOKEN_COLUMNS.values()},
     }
-    source_id = source.id
     continued = create_conversation(
         session,
         user,
@@ -200,8 +197,8 @@ def continue_in_new_conversation(
         mode=source.mode,
         profile_id=source.profile_id,
         instructions=source.instructions,
+        source_conversation_id=source.id,
     )
-    continued.source_conversation_id = source_id
     session.add(
         Summary(
             conversation_id=continued.id,
@@ -215,4 +212,4 @@ def continue_in_new_conversation(
         )
     )
     session.flush()
-    return conversation_record(continued)
+    return continued

@@ -28,16 +28,16 @@ are numbered in creation order; the API's index is the position (1 …).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput, NotFound
 from chatmem.store.conversations import ConversationRecord, touch_conversation
 from chatmem.store.engine import SHOWN
-from chatmem.store.messages import MessageRecord
+from chatmem.store.messages import MESSAGE_COLUMNS, MessageRecord
 from chatmem.store.tables.conversations import (
     File,
     Message,
@@ -71,43 +71,57 @@ class FailedTurn:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def _shown_message(session: Session, conversation: ConversationRecord, message_id: str) -> Message:
-    row = session.scalars(
-        select(Message).where(
-            Message.id == message_id, Message.conversation_id == conversation.id, SHOWN
-        )
+@dataclass(frozen=True, slots=True)
+class VersionRecord:
+    """One version of a slot, as read (the columns of ``message_versions`` but its time)."""
+
+    id: str
+    conversation_id: str
+    kind: str
+    slot: str
+    number: int
+    shown: bool
+    message_ids: list[str]
+
+
+def _message(session: Session, *conditions: ColumnElement[bool]) -> MessageRecord | None:
+    """The newest message that meets ``conditions``, read as its record's columns."""
+    row = session.execute(
+        select(*MESSAGE_COLUMNS).where(*conditions).order_by(Message.seq.desc()).limit(1)
     ).first()
+    return MessageRecord(*row) if row is not None else None
+
+
+def _shown_message(
+    session: Session, conversation: ConversationRecord, message_id: str
+) -> MessageRecord:
+    row = _message(
+        session, Message.id == message_id, Message.conversation_id == conversation.id, SHOWN
+    )
     if row is None:
         raise NotFound("message")
     return row
 
 
-def last_question(session: Session, conversation_id: str) -> Message | None:
+def last_question(session: Session, conversation_id: str) -> MessageRecord | None:
     """The newest shown user message."""
-    return session.scalars(
-        select(Message)
-        .where(Message.conversation_id == conversation_id, Message.role == "user", SHOWN)
-        .order_by(Message.seq.desc())
-        .limit(1)
-    ).first()
+    return _message(
+        session, Message.conversation_id == conversation_id, Message.role == "user", SHOWN
+    )
 
 
-def question_of(session: Session, message: Message | MessageRecord) -> Message | None:
+def question_of(session: Session, message: MessageRecord) -> MessageRecord | None:
     """The shown question a shown message answers (None before the first question)."""
-    return session.scalars(
-        select(Message)
-        .where(
-            Message.conversation_id == message.conversation_id,
-            Message.role == "user",
-            Message.seq < message.seq,
-            SHOWN,
-        )
-        .order_by(Message.seq.desc())
-        .limit(1)
-    ).first()
+    return _message(
+        session,
+        Message.conversation_id == message.conversation_id,
+        Message.role == "user",
+        Message.seq < message.seq,
+        SHOWN,
+    )
 
 
-def answer_ids(session: Session, question: Message) -> list[str]:
+def answer_ids(session: Session, question: MessageRecord) -> list[str]:
     """The shown messages that answer ``question``: up to the next shown question."""
     scope = [Message.conversation_id == question.conversation_id, SHOWN]
     following = session.scalar(
@@ -122,6 +136,7 @@ def answer_ids(session: Session, question: Message) -> list[str]:
 
 
 def _slot(session: Session, conversation_id: str, kind: str, slot: str) -> list[MessageVersion]:
+    """The slot's versions as rows, for the changes below (they never leave this module)."""
     return list(
         session.scalars(
             select(MessageVersion)
@@ -145,15 +160,16 @@ def _question_slot(
     return []
 
 
-def conversation_versions(session: Session, conversation_id: str) -> list[MessageVersion]:
-    """Every version row of a conversation (few: one per regenerate or edit)."""
-    return list(
-        session.scalars(
-            select(MessageVersion)
+def conversation_versions(session: Session, conversation_id: str) -> list[VersionRecord]:
+    """Every version of a conversation (few: one per regenerate or edit)."""
+    return [
+        VersionRecord(*row)
+        for row in session.execute(
+            select(*(getattr(MessageVersion, field.name) for field in fields(VersionRecord)))
             .where(MessageVersion.conversation_id == conversation_id)
             .order_by(MessageVersion.kind, MessageVersion.slot, MessageVersion.number)
         )
-    )
+    ]
 
 
 def version_map(session: Session, rows: Sequence[MessageRecord]) -> dict[str, VersionOf]:
@@ -163,7 +179,7 @@ def version_map(session: Session, rows: Sequence[MessageRecord]) -> dict[str, Ve
     if not rows:
         return {}
     conversation_id = rows[0].conversation_id
-    slots: dict[tuple[str, str], list[MessageVersion]] = {}
+    slots: dict[tuple[str, str], list[VersionRecord]] = {}
     for version in conversation_versions(session, conversation_id):
         slots.setdefault((version.kind, version.slot), []).append(version)
     if not any(len(group) > 1 for group in slots.values()):
@@ -269,7 +285,7 @@ def _next_number(rows: Sequence[MessageVersion]) -> int:
 
 
 def _put_away_answer(
-    session: Session, question: Message
+    session: Session, question: MessageRecord
 ) -> tuple[list[MessageVersion], MessageVersion | None]:
     """Hides the answer shown for ``question`` as a version of its slot (created when this
     is its first); an empty answer is no version.  Returns the slot's remaining versions
@@ -299,7 +315,7 @@ def _put_away_answer(
     return rows, shown
 
 
-def _show_answer(session: Session, question: Message) -> None:
+def _show_answer(session: Session, question: MessageRecord) -> None:
     """Shows the version of ``question``'s answer that is marked shown (after the question
     itself was shown again)."""
     for row in _slot(session, question.conversation_id, ANSWER, question.id):
@@ -410,7 +426,7 @@ def finish_edit(session: Session, conversation_id: str, edit: Edit, question_id:
     session.flush()
 
 
-def _hide_question(session: Session, question: Message) -> None:
+def _hide_question(session: Session, question: MessageRecord) -> None:
     """Hides a question with its answer; the answer's version stays the one marked shown,
     to come back with the question."""
     rows, put_away = _put_away_answer(session, question)
@@ -472,10 +488,13 @@ def _switch_question(
 ) -> None:
     questions = {
         q.id: q
-        for q in session.scalars(
-            select(Message).where(
-                Message.conversation_id == conversation.id,
-                Message.id.in_([mid for r in rows for mid in r.message_ids]),
+        for q in (
+            MessageRecord(*row)
+            for row in session.execute(
+                select(*MESSAGE_COLUMNS).where(
+                    Message.conversation_id == conversation.id,
+                    Message.id.in_([mid for r in rows for mid in r.message_ids]),
+                )
             )
         )
     }

@@ -250,7 +250,6 @@ def _store_round(
         model=payer.target.model,
     )
     payer.record(session, answer, cost)
-    session.flush()
     return CompactionOutcome(
         summary_id=row.id,
         version=row.version,

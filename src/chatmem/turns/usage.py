@@ -33,7 +33,7 @@ from chatmem.store import ledger
 from chatmem.store.ledger import ExtensionRecord, profile_name
 from chatmem.store.profiles import AUTO_PROFILE
 from chatmem.store.sessions import Connection, Session
-from chatmem.store.types import iso, utcnow
+from chatmem.store.types import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -163,104 +163,89 @@ def exhausted_by(
     return None
 
 
-def _window_public(window: Window, extra: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **extra,
-        "spent": round(window.spent, 8),
-        "included": round(window.included, 8) if window.included is not None else None,
-        "resets_at": iso(window.resets_at),
-    }
+@dataclass(frozen=True)
+class UsageSummary:
+    """What the usage page shows (USE-4), as figures (its JSON: ``web/views/usage``): spent in
+    all, per rolling session window and per week (each with its models and conversations),
+    the ring, which included usage is used up, the fallback in force and the user's
+    extension requests."""
+
+    total: float
+    limits: Included
+    session: Window
+    week: Window
+    session_models: list[dict[str, Any]]
+    session_conversations: list[dict[str, Any]]
+    week_models: list[dict[str, Any]]
+    week_conversations: list[dict[str, Any]]
+    ring: float
+    exhausted: str | None
+    fallback_profile_id: str | None
+    #: The fallback in force (USE-4): only while the included usage is used up (else None).
+    fallback_name: str | None
+    extension_requests: bool
+    requests: list[ExtensionRecord]
+    conversations: list[tuple[str | None, str | None, float]]
+    models: list[dict[str, Any]]
+
+    @property
+    def fallback_in_force(self) -> bool:
+        return self.exhausted is not None and bool(self.fallback_profile_id)
 
 
 def usage_summary(
     session: Session, user_id: str, settings: Settings, now: datetime | None = None
-) -> dict[str, Any]:
+) -> UsageSummary:
     now = now or utcnow()
     limits, session_window, week_window = _windows(session, user_id, settings, now)
-    total = ledger.spent_since(session, user_id, now - timedelta(days=36500))
     fractions = [w.fraction for w in (session_window, week_window) if w.included]
-    ring = max(fractions) if fractions else 0.0
     exhausted = None
     if session_window.exhausted:
         exhausted = "session"
     elif week_window.exhausted:
         exhausted = "week"
-    per_conversation = [
-        {"conversation_id": cid, "title": title, "cost": round(float(cost), 8)}
-        for cid, title, cost in ledger.spent_per_conversation(session, user_id)
-    ]
     fallback_id = settings.usage_fallback_profile_id
     session_since = now - timedelta(hours=limits.session_hours)
-    return {
-        "currency": "USD",
-        "total": round(total, 8),
-        "session": _window_public(
-            session_window,
-            {
-                "hours": limits.session_hours,
-                "models": ledger.spent_per_model(session, user_id, session_since),
-                "conversations": ledger.spent_per_conversation_since(
-                    session, user_id, session_since
-                ),
-            },
+    return UsageSummary(
+        total=ledger.spent_since(session, user_id, now - timedelta(days=36500)),
+        limits=limits,
+        session=session_window,
+        week=week_window,
+        session_models=ledger.spent_per_model(session, user_id, session_since),
+        session_conversations=ledger.spent_per_conversation_since(session, user_id, session_since),
+        week_models=ledger.spent_per_model(session, user_id, now - WEEK),
+        week_conversations=ledger.spent_per_conversation_since(session, user_id, now - WEEK),
+        ring=min(max(fractions) if fractions else 0.0, 1.0),
+        exhausted=exhausted,
+        fallback_profile_id=fallback_id,
+        fallback_name=(
+            profile_name(session, fallback_id) if exhausted is not None and fallback_id else None
         ),
-        "week": _window_public(
-            week_window,
-            {
-                "models": ledger.spent_per_model(session, user_id, now - WEEK),
-                "conversations": ledger.spent_per_conversation_since(session, user_id, now - WEEK),
-            },
-        ),
-        "ring": round(min(ring, 1.0), 4),
-        "exhausted": exhausted is not None,
-        "exhausted_by": exhausted,
-        "fallback_profile_id": fallback_id,
-        # USE-4: the fallback in force (only while the included usage is used up) and why.
-        "fallback": (
-            {
-                "profile_id": fallback_id,
-                "name": profile_name(session, fallback_id),
-                "reason": exhausted,
-            }
-            if exhausted is not None and fallback_id
-            else None
-        ),
-        "extension_requests": bool(settings.usage_extension_requests),
-        "requests": [request_public(r) for r in ledger.user_requests(session, user_id)],
-        "conversations": per_conversation,
-        "models": ledger.spent_per_model(session, user_id),
-    }
+        extension_requests=bool(settings.usage_extension_requests),
+        requests=ledger.user_requests(session, user_id),
+        conversations=ledger.spent_per_conversation(session, user_id),
+        models=ledger.spent_per_model(session, user_id),
+    )
 
 
-def request_public(row: ExtensionRecord, user_name: str | None = None) -> dict[str, Any]:
-    """An extension request as the usage page and the admin console show it."""
-    body: dict[str, Any] = {
-        "id": row.id,
-        "user_id": row.user_id,
-        "reason": row.reason or None,
-        "status": row.status,
-        "amount_usd": row.amount_usd,
-        "scope": row.scope,
-        "created_at": iso(row.created_at),
-        "decided_at": iso(row.decided_at),
-    }
-    if user_name is not None:
-        body["user_name"] = user_name
-    return body
+@dataclass(frozen=True)
+class UsageBrief:
+    """A user's two windows as the admin console lists them (USE-5)."""
+
+    limits: Included
+    session: Window
+    week: Window
+    exhausted: str | None
 
 
 def user_usage_brief(
     session: Session | Connection, user_id: str, settings: Settings, now: datetime | None = None
-) -> dict[str, Any]:
+) -> UsageBrief:
     """A user's two windows as the admin console lists them (USE-5)."""
     now = now or utcnow()
     limits, session_window, week_window = _windows(session, user_id, settings, now)
     exhausted = "session" if session_window.exhausted else "week" if week_window.exhausted else None
-    return {
-        "session": _window_public(session_window, {"hours": limits.session_hours}),
-        "week": _window_public(week_window, {}),
-        "exhausted_by": exhausted,
-    }
+    return UsageBrief(limits, session_window, week_window, exhausted)
 
 
 def check_can_spend(session: Session, user_id: str, settings: Settings, amount: float) -> None:
@@ -271,7 +256,16 @@ def check_can_spend(session: Session, user_id: str, settings: Settings, amount: 
         raise InsufficientCredits()
 
 
-def request_extension(session: Session, user_id: str, settings: Settings) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ExtensionOutcome:
+    """What "Request extension" did: ``notified`` the administrators now, or not (they
+    already were, at ``requested_at``)."""
+
+    notified: bool
+    requested_at: datetime
+
+
+def request_extension(session: Session, user_id: str, settings: Settings) -> ExtensionOutcome:
     """USE-3: notifies the administrators; refused (``forbidden``) where extension requests
     are switched off, so no request waits in the admin page for nobody to act on."""
     if not settings.usage_extension_requests:
@@ -280,18 +274,8 @@ def request_extension(session: Session, user_id: str, settings: Settings) -> dic
     since = utcnow() - EXTENSION_REPEAT_WINDOW
     recent = ledger.last_extension_request(session, user_id, since)
     if recent is not None:
-        return {
-            "notified": False,
-            "already_notified": True,
-            "message": "Administrators were already notified",
-            "requested_at": iso(recent),
-        }
+        return ExtensionOutcome(notified=False, requested_at=recent)
     requested = ledger.add_extension_request(session, user_id, reason)
     # Administrators who watch the log see it too; the admin page lists it (USE-5).
     log.info("user %s asks for more included usage (%s)", user_id, reason or "not used up")
-    return {
-        "notified": True,
-        "already_notified": False,
-        "message": "The administrators were notified",
-        "requested_at": iso(requested),
-    }
+    return ExtensionOutcome(notified=True, requested_at=requested)

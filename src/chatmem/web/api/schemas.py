@@ -1,8 +1,8 @@
-"""Request bodies shared by the storage routes, and the JSON shape of stored objects.
+"""Request bodies and query values shared by the API's routes, and the signed-in user's JSON.
 
 Bodies are strict (``extra="forbid"``, no type coercion): a wrong type or an unknown field is
 ``invalid_input`` rather than a guess.  Responses use snake_case, string ids and ISO-8601 UTC
-times with ``Z``.
+times with ``Z``; the JSON of each stored record is built in ``web/views``.
 """
 
 from __future__ import annotations
@@ -14,11 +14,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chatmem.bounds import MAX_INT
 from chatmem.store.accounts import Account
-from chatmem.store.conversations import ConversationRecord, FolderRecord
-from chatmem.store.files import FileRecord
-from chatmem.store.messages import MessageRecord
-from chatmem.store.summaries import SummaryRecord, is_edited
-from chatmem.store.tables.conversations import Conversation, File, Folder, Message
 from chatmem.store.types import INTEGER_MAX, iso
 
 
@@ -64,104 +59,3 @@ def user_public(user: Account) -> dict[str, Any]:
 
 def evicted_public(user: Account) -> dict[str, int]:
     return {"conversations": user.evicted_conversations, "messages": user.evicted_messages}
-
-
-def folder_public(folder: Folder | FolderRecord) -> dict[str, Any]:
-    return {"id": folder.id, "name": folder.name, "created_at": iso(folder.created_at)}
-
-
-def conversation_public(
-    conversation: Conversation | ConversationRecord, **extra: Any
-) -> dict[str, Any]:
-    return {
-        "id": conversation.id,
-        "title": conversation.title,
-        "folder_id": conversation.folder_id,
-        "pinned": conversation.pinned,
-        "mode": conversation.mode,
-        "profile_id": conversation.profile_id,
-        "instructions": conversation.instructions,
-        "created_at": iso(conversation.created_at),
-        "updated_at": iso(conversation.updated_at),
-        "last_active_at": iso(conversation.last_active_at),
-        "archived": conversation.archived_at is not None,
-        # CTX-23: the conversation this one was continued from, if any.
-        "source_conversation_id": conversation.source_conversation_id,
-        # Issue 17: the recall switch as set (null: the profile's, else the mode's default).
-        "recall": conversation.recall,
-        # PROJ-1: the project whose instructions and files go with every request.
-        "project_id": conversation.project_id,
-        **extra,
-    }
-
-
-def message_public(
-    message: Message | MessageRecord, tokens_column: str, status: str | None
-) -> dict[str, Any]:
-    return {
-        "id": message.id,
-        "seq": message.seq,
-        "role": message.role,
-        "content": message.content,
-        "created_at": iso(message.created_at),
-        "tokens": getattr(message, tokens_column),
-        "excluded": message.excluded,
-        "tool_calls": message.tool_calls or [],
-        "tool_call_id": message.tool_call_id,
-        "status": status,
-        # USE-4: the profile that answered (with the feed's note when it is not the chosen).
-        "answered_by": (message.meta or {}).get("answered_by"),
-        # What a reasoning model thought before this answer (shown, never sent back).
-        "reasoning": (message.meta or {}).get("reasoning"),
-        # An answer cut short: "length" (the model's output limit), "content_filter".
-        "finish_reason": (message.meta or {}).get("finish_reason"),
-        # APPS-3: a question an app sent (``ui/message``): {"tool_call_id", "tool"}.
-        "from_app": (message.meta or {}).get("from_app"),
-    }
-
-
-def summary_public(summary: SummaryRecord, tokens_column: str) -> dict[str, Any]:
-    return {
-        "id": summary.id,
-        "version": summary.version,
-        "text": summary.text,
-        "first_message_id": summary.first_message_id,
-        "through": summary.through_message_id,
-        "message_count": summary.message_count,
-        "focus": summary.focus,
-        "cost": summary.cost,
-        "tokens": getattr(summary, tokens_column),
-        "created_at": iso(summary.created_at),
-        "edited": is_edited(summary),  # CTX-23: a version the user wrote
-    }
-
-
-def file_public(
-    file: File | FileRecord,
-    tokens_column: str = "tokens_estimate",
-    status: str | None = None,
-    *,
-    content: bool = False,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": file.id,
-        "conversation_id": file.conversation_id,
-        "message_id": file.message_id,
-        "name": file.name,
-        "state": file.state,
-        "size": file.size,
-        "tokens": getattr(file, tokens_column),
-        "created_at": iso(file.created_at),
-        # PROV-4: a binary attachment's media type (null for text); its bytes are at
-        # ``content_url``, for the owner only.
-        "mime": file.mime,
-        "content_url": f"/api/v1/files/{file.id}/content",
-        # PROJ-2: an image's size in pixels (null for anything else).
-        "width": file.width,
-        "height": file.height,
-    }
-    if status is not None:
-        body["status"] = status
-    if content:
-        body["content"] = file.content
-    return body

@@ -24,10 +24,11 @@ from chatmem.store import profiles as profile_store
 from chatmem.store.accounts import UserRecord
 from chatmem.store.ledger import all_requests
 from chatmem.store.profiles import ProfileRecord
-from chatmem.turns.usage import request_public, user_usage_brief
+from chatmem.turns.usage import user_usage_brief
 from chatmem.web.api.schemas import Body, Whole
 from chatmem.web.deps import AdminUser, DbSession, SettingsDep, authenticated_user_id
 from chatmem.web.views.admin import action_view, user_admin_view
+from chatmem.web.views.usage import request_public, usage_brief_public
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
 
@@ -118,7 +119,8 @@ def decline_extension(request_id: str, user: AdminUser, session: DbSession) -> d
 
 
 def _user_view(session: DbSession, user: UserRecord, settings: SettingsDep) -> dict[str, Any]:
-    return {**user_admin_view(user), "usage": user_usage_brief(session, user.id, settings)}
+    usage = usage_brief_public(user_usage_brief(session, user.id, settings))
+    return {**user_admin_view(user), "usage": usage}
 
 
 @router.get("/users")

@@ -17,8 +17,9 @@ from chatmem.bounds import MAX_INT
 from chatmem.store import conversations as store
 from chatmem.store.archive import MAX_PAGE, Archiver
 from chatmem.store.quotas import Limits
-from chatmem.web.api.schemas import WholeNumber, conversation_public
+from chatmem.web.api.schemas import WholeNumber
 from chatmem.web.deps import CurrentUser, DatabaseDep, DbSession, SettingsDep
+from chatmem.web.views.conversations import conversation_public
 
 router = APIRouter(prefix="/api/v1", tags=["archive"])
 

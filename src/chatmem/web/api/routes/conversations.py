@@ -13,8 +13,9 @@ from chatmem.store import conversations as store
 from chatmem.store.apps import workspace_of
 from chatmem.store.profiles import profile_visible
 from chatmem.store.quotas import Limits
-from chatmem.web.api.schemas import Body, Offset, WholeNumber, conversation_public, evicted_public
+from chatmem.web.api.schemas import Body, Offset, WholeNumber, evicted_public
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.views.conversations import conversation_public
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
 
@@ -107,7 +108,7 @@ def update_conversation(
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     if "profile_id" in changes:
         _check_profile(session, user, changes["profile_id"])
-    store.update_conversation(session, user, conversation, changes)
+    conversation = store.update_conversation(session, user, conversation, changes)
     if (
         changes.get("mode") not in (None, "off")
         and engine_profile_for(session, conversation).stateless

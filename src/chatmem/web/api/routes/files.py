@@ -18,10 +18,11 @@ from chatmem.formats.images import is_image
 from chatmem.store import conversations as store
 from chatmem.store import files as store_files
 from chatmem.store import images as store_images
-from chatmem.web.api.schemas import Body, file_public
+from chatmem.web.api.schemas import Body
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 from chatmem.web.errors import UPLOAD_RESPONSES
 from chatmem.web.uploads import ReceivedUpload, Upload
+from chatmem.web.views.files import file_public
 
 router = APIRouter(tags=["files"])
 

@@ -9,8 +9,9 @@ from pydantic import Field
 
 from chatmem.store import conversations as store
 from chatmem.store.quotas import Limits
-from chatmem.web.api.schemas import Body, folder_public
+from chatmem.web.api.schemas import Body
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.views.conversations import folder_public
 
 router = APIRouter(prefix="/api/v1/folders", tags=["folders"])
 
@@ -37,8 +38,7 @@ def rename_folder(
     folder_id: str, body: FolderBody, user: CurrentUser, session: DbSession
 ) -> dict[str, Any]:
     folder = store.owned_folder(session, user, folder_id)
-    store.rename_folder(folder, body.name)
-    return folder_public(folder)
+    return folder_public(store.rename_folder(session, folder, body.name))
 
 
 @router.delete("/{folder_id}", status_code=204)

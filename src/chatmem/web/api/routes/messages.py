@@ -16,17 +16,12 @@ from chatmem.store.engine import latest_summary
 from chatmem.store.files import conversation_files
 from chatmem.store.quotas import Limits
 from chatmem.turns.memory_status import memory_status
-from chatmem.web.api.schemas import (
-    Body,
-    Seq,
-    Whole,
-    file_public,
-    message_public,
-    summary_public,
-)
+from chatmem.web.api.schemas import Body, Seq, Whole
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 from chatmem.web.views import projects
 from chatmem.web.views.apps import tool_calls_public
+from chatmem.web.views.files import file_public
+from chatmem.web.views.messages import message_public, summary_public
 from chatmem.web.views.versions import failure_public, version_public
 
 router = APIRouter(prefix="/api/v1/conversations/{conversation_id}/messages", tags=["messages"])

@@ -19,11 +19,12 @@ from chatmem.store import conversations as store_conversations
 from chatmem.store import projects as store
 from chatmem.store.quotas import Limits
 from chatmem.web.api.routes.files import FileUpdate, ImageUpload, _upload
-from chatmem.web.api.schemas import Body, conversation_public
+from chatmem.web.api.schemas import Body
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
 from chatmem.web.errors import UPLOAD_RESPONSES
 from chatmem.web.uploads import ReceivedUpload
 from chatmem.web.views import projects as views
+from chatmem.web.views.conversations import conversation_public
 
 router = APIRouter(tags=["projects"])
 

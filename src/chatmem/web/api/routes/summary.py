@@ -21,8 +21,10 @@ from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.quotas import Limits
 from chatmem.store.sessions import Session
 from chatmem.web.api.routes.turns import UserId, turn_service
-from chatmem.web.api.schemas import Body, conversation_public, summary_public
+from chatmem.web.api.schemas import Body
 from chatmem.web.deps import CurrentUser, DbSession, SettingsDep
+from chatmem.web.views.conversations import conversation_public
+from chatmem.web.views.messages import summary_public
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["summary"])
 
