@@ -143,10 +143,6 @@ class ConversationRecord:
 _RECORD_FIELDS = tuple(field.name for field in dataclass_fields(ConversationRecord))
 
 
-def conversation_record(row: Conversation) -> ConversationRecord:
-    return ConversationRecord(*(getattr(row, name) for name in _RECORD_FIELDS))
-
-
 _BY_ID = select(*(getattr(Conversation, name) for name in _RECORD_FIELDS)).where(
     Conversation.id == bindparam("conversation_id", type_=String())
 )
