@@ -74,4 +74,4 @@ def continue_conversation(
     continued = summaries.continue_in_new_conversation(
         session, user, source, Limits.from_settings(settings)
     )
-    return conversation_public(continued, message_count=0)
+    return conversation_public(continued, message_count=0, workspace=None)  # APPS-4: none yet
