@@ -79,7 +79,8 @@ def test_ctx18_memory_window_shows_every_row_price_threshold_and_mode(
     expect(dialog.get_by_text("What goes into the next request")).to_be_visible()
     expect(dialog.locator("#mw-used")).to_have_text(re.compile(r"^Used ≈ [\d,]+ of 16,384 tokens$"))
     expect(dialog.locator("#mw-percent")).to_have_text(re.compile(r"^\d+%$"))
-    rows = dialog.locator("#mw-breakdown th")
+    # The rows shown: "Apps" only while an app gives the model context (APPS-3), none here.
+    rows = dialog.locator("#mw-breakdown tr:not([hidden]) th")
     expect(rows).to_have_text(
         [
             "Instructions",
