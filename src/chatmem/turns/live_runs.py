@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,6 +128,7 @@ class LiveRuns:
         admitted: Admitted,
         *,
         client_tools: tuple[dict[str, Any], ...] = (),
+        request_options: Mapping[str, Any] | None = None,
     ) -> LiveRun:
         """Registers the run ``admitted`` let in, hands it the conversation's lock and starts
         its task (on the loop)."""
@@ -141,6 +142,7 @@ class LiveRuns:
             first_inputs=inputs,
             answered=dict(inputs.answered) if inputs.answered else None,
             client_tools=client_tools,
+            request_options=dict(request_options or {}),
         )
         held.handed_over = True
         live = LiveRun(

@@ -143,6 +143,9 @@ class TurnJob:
     #: The tools an OpenAI-compatible client offers and runs itself (``turns.client_tools``):
     #: an answer that calls one ends the turn, its calls handed back to the client.
     client_tools: tuple[dict[str, Any], ...] = ()
+    #: What an OpenAI-compatible client asked of the provider (``temperature``,
+    #: ``response_format``, ``tool_choice`` …): added to each request of the turn as given.
+    request_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -369,6 +372,7 @@ class TurnRunner:
                 inputs.plan.messages,
                 tools=inputs.tools or None,
                 max_tokens=None,
+                extra=self.job.request_options or None,
             ):
                 if isinstance(event, TextDelta):
                     parts.append(event.text)

@@ -275,11 +275,13 @@ class TurnService:
         model: str,
         conversation_id: str | None,
         tools: Sequence[Mapping[str, Any]] = (),
+        options: Mapping[str, Any] | None = None,
     ) -> HistoryTurn:
         """A turn submitted as a chat history (the OpenAI-compatible endpoint): stores what is
         new and starts the turn (:mod:`chatmem.turns.history_turns`).  The new conversation's
         id, when there is one, is locked before it exists; the named one's lock goes to the
-        turn unless the history diverged from it."""
+        turn unless the history diverged from it.  ``options`` (the client's ``temperature``,
+        ``response_format`` …) go into each request to the provider as given."""
         check_messages(messages)
         fresh = new_id()
         run_id, message_id = new_id(), new_id()
@@ -303,7 +305,13 @@ class TurnService:
             kept = next(h for h in held if h.conversation_id == target)
             client_tools = tuple(dict(t) for t in tools)
             live = self._runs.start(
-                kept, run_id, user_id, target, admitted, client_tools=client_tools
+                kept,
+                run_id,
+                user_id,
+                target,
+                admitted,
+                client_tools=client_tools,
+                request_options=options,
             )
         await asyncio.shield(live.opened)  # the live log exists before the answer starts
         return HistoryTurn(run_id, target, model_name)
