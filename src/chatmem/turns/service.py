@@ -276,6 +276,7 @@ class TurnService:
         conversation_id: str | None,
         tools: Sequence[Mapping[str, Any]] = (),
         options: Mapping[str, Any] | None = None,
+        store: bool = True,
     ) -> HistoryTurn:
         """A turn submitted as a chat history (the OpenAI-compatible endpoint): stores what is
         new and starts the turn (:mod:`chatmem.turns.history_turns`).  The new conversation's
@@ -283,6 +284,8 @@ class TurnService:
         turn unless the history diverged from it.  ``options`` (the client's ``temperature``,
         ``response_format`` …) go into each request to the provider as given."""
         check_messages(messages)
+        if not store:  # issue 29: the stateless answer is being built (branch oa-continue)
+            raise InvalidInput("store: false is not supported yet")
         fresh = new_id()
         run_id, message_id = new_id(), new_id()
         async with contextlib.AsyncExitStack() as stack:
