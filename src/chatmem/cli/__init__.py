@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "context",
     "accounts",
     "keys",
+    "backup",
 ]
 
 
