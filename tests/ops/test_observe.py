@@ -55,8 +55,9 @@ def test_readyz_is_ready_then_says_why_not(api: TestClient) -> None:
     try:
         behind = api.get("/readyz")
         assert behind.status_code == 503
-        assert behind.json()["status"] == "unavailable"
-        assert any("schema" in r and "0001_core" in r for r in behind.json()["reasons"])
+        error = behind.json()["error"]
+        assert error["code"] == "not_ready"
+        assert "schema" in error["message"] and "0001_core" in error["message"]
     finally:
         with db.engine.begin() as connection:
             connection.execute(
