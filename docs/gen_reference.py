@@ -194,7 +194,9 @@ def cli_page() -> str:
                 shown = (
                     "required"
                     if param.required
-                    else "" if default in (None, False) or callable(default) else f"`{default}`"
+                    else ""
+                    if default in (None, False) or callable(default)
+                    else f"`{default}`"
                 )
                 lines.append(
                     f"| {_option_names(param)} | {_cell(getattr(param, 'help', '') or '')} "
@@ -222,7 +224,8 @@ def routes(app: Any) -> list[tuple[str, str, Any]]:
     found: list[tuple[str, str, Any]] = []
     for context in routing.iter_route_contexts(app.routes):
         methods = sorted(set(context.methods or ()) - {"HEAD"}) or ["GET"]
-        path = context.path if getattr(context.route, "endpoint", None) else context.path + "/…"
+        path = str(context.path)
+        path = path if getattr(context.route, "endpoint", None) else path + "/…"
         found += [(method, path, context.route) for method in methods]
     return found
 
@@ -294,6 +297,7 @@ def http_page() -> str:
 
 
 def _subclasses(base: type) -> Iterator[type]:
+    cls: type
     for cls in base.__subclasses__():
         yield cls
         yield from _subclasses(cls)
@@ -306,10 +310,11 @@ def error_codes() -> dict[str, list[type]]:
     from chatmem.web import errors as web_errors
 
     codes: dict[str, list[type]] = defaultdict(list)
-    for base in (ChatmemError, EngineError):
+    bases: tuple[type, ...] = (ChatmemError, EngineError)
+    for base in bases:
         for cls in _subclasses(base):
             if cls.__module__.startswith("chatmem"):
-                codes[cls.code].append(cls)
+                codes[str(getattr(cls, "code", ""))].append(cls)
     for code in [*web_errors.STATUS_BY_CODE, *web_errors._HTTP_CODES.values()]:
         codes.setdefault(code, [])
     return dict(codes)
@@ -356,8 +361,7 @@ def errors_page() -> str:
         lines.append(f"| `{code}` | {status} | `{kind}` | `{openai_code}` |")
     lines += [
         "",
-        "An unknown model is `404 model_not_found`; every other code keeps its name and "
-        "status.",
+        "An unknown model is `404 model_not_found`; every other code keeps its name and status.",
     ]
     return "\n".join(lines) + "\n"
 
