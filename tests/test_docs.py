@@ -133,10 +133,11 @@ def test_every_rule_cited_in_the_code_is_defined_once() -> None:
 def test_every_rule_has_its_statement_and_its_reason() -> None:
     page = RULES_PAGE.read_text(encoding="utf-8")
     for block in re.split(r"^### ", page, flags=re.M)[1:]:
-        rule = block.split(" ", 1)[0]
-        assert "**Why.**" in block, f"{rule} gives no reason"
-        statement = block.split("\n", 1)[1].split("**Why.**")[0]
-        assert len(statement.split()) >= 3 or "—" in block.split("\n", 1)[0], rule
+        heading, body = block.split("\n", 1)
+        rule = heading.split(" ", 1)[0]
+        assert re.match(r"[A-Z]+-\d+ — \S", heading), f"{rule}: no statement in its heading"
+        assert "**Why.**" in body, f"{rule} gives no reason"
+        assert len(body.split("**Why.**")[1].split()) >= 8, f"{rule}: the reason is too short"
 
 
 @pytest.mark.skipif(not SPEC.exists(), reason="the shared SPEC.md is not beside this clone")
