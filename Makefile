@@ -10,14 +10,24 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+RUN_STAMP := $(VENV)/.installed-run
+
+# `make run` installs the server alone (RUN_EXTRAS=postgres adds PostgreSQL and Redis);
+# `make test`, `make bench` and `make lint` the test and benchmark toolchain too.
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.$(if $(RUN_EXTRAS),[$(RUN_EXTRAS)])'
+	touch $(RUN_STAMP)
+
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,bench]'
-	touch $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,bench,docs]'
+	touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/chatmem serve
+# The state stays beside the checkout under `make run` (an installed `chatmem serve` uses
+# the per-user data folder).
+run: $(RUN_STAMP)
+	CHATMEM_STATE_DIR="$${CHATMEM_STATE_DIR:-.chatmem}" $(BIN)/chatmem serve
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
