@@ -3,7 +3,7 @@
     python docs/gen_reference.py           # rewrite docs/reference/*.md
     python docs/gen_reference.py --check   # exit 1 (naming the pages) when one is out of date
 
-Four pages, each from one source of truth:
+Five pages, each from one source of truth:
 
 - ``settings.md`` from :class:`chatmem.settings.Settings` (every ``CHATMEM_*`` variable, its
   help text, type, bounds and default);
@@ -12,6 +12,8 @@ Four pages, each from one source of truth:
 - ``http.md`` from the app's ``/openapi.json`` (every documented operation: method, path,
   summary and the first paragraph of its description) plus the routes it leaves out (pages,
   ``/healthz``, ``/api/docs``), found by walking the app's routes;
+- ``metrics.md`` from :class:`chatmem.telemetry.metrics.Metrics` (every metric ``/metrics``
+  exports, its type, labels and help);
 - ``errors.md`` from the error tree (``chatmem.errors``, ``chatmem.context.errors``) and the
   one table that maps codes to statuses (``chatmem.web.errors.STATUS_BY_CODE``), with the
   OpenAI shapes of ``/v1`` (``chatmem.web.openai_compat.errors``).
@@ -48,6 +50,7 @@ def _cell(text: str) -> str:
     """Text fit for one cell of a Markdown table: one line, reST's ``code`` as Markdown's,
     each rule id a link to its definition."""
     text = " ".join(str(text).split()).replace("|", "\\|").replace("``", "`")
+    text = re.sub(r":[a-z]+:`~?", "`", text)  # reST roles (:class:`x`) as code
     return RULE.sub(lambda m: f"[{m.group(0)}](../rules.md#{m.group(0).lower()})", text)
 
 
@@ -116,9 +119,11 @@ def settings_page() -> str:
     for name, field in Settings.model_fields.items():
         kind = _type_name(field.annotation)
         bounds = _bounds(field.metadata)
+        # A computed default (the per-user data folder) is told in the help text.
+        default = "see meaning" if field.default_factory else _default(field.default)
         lines.append(
             f"| `CHATMEM_{name.upper()}` | {_cell(field.description or '')} | "
-            f"{kind}{' (' + bounds + ')' if bounds else ''} | {_default(field.default)} |"
+            f"{kind}{' (' + bounds + ')' if bounds else ''} | {default} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -366,11 +371,42 @@ def errors_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- metrics -----------------------------------------------------------------------------
+
+
+def metrics_page() -> str:
+    from chatmem.telemetry.metrics import Metrics
+
+    lines = [
+        "# Metrics",
+        "",
+        HEADER.format(source="chatmem.telemetry.metrics.Metrics").rstrip(),
+        "",
+        "`GET /metrics` answers Prometheus' text format, for an administrator's token (or "
+        "session) or `CHATMEM_METRICS_TOKEN` as `Authorization: Bearer …`; anyone else gets "
+        "401 or 403. Each replica counts what it served: scrape every one. See "
+        "[operations](../operations.md#metrics).",
+        "",
+        "| metric | type | labels | what |",
+        "| --- | --- | --- | --- |",
+    ]
+    for metric in vars(Metrics()).values():
+        collect = getattr(metric, "collect", None)
+        if collect is None or not hasattr(metric, "_labelnames"):
+            continue
+        family = collect()[0]
+        name = family.name + ("_total" if family.type == "counter" else "")
+        labels = ", ".join(f"`{label}`" for label in metric._labelnames) or "—"
+        lines.append(f"| `{name}` | {family.type} | {labels} | {_cell(family.documentation)} |")
+    return "\n".join(lines) + "\n"
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "settings.md": settings_page,
     "cli.md": cli_page,
     "http.md": http_page,
     "errors.md": errors_page,
+    "metrics.md": metrics_page,
 }
 
 
