@@ -98,6 +98,25 @@ def test_every_route_is_documented() -> None:
     assert not missing, f"not in docs/reference/http.md (make docs-reference): {missing}"
 
 
+def _named(path: str, text: str) -> bool:
+    """The path is on a page whole, or as ``…/`` and its last two segments or more (path
+    parameters compared by position, not name: ``{id}`` is ``{conversation_id}``)."""
+    parts = re.sub(r"\{[^}]*\}", "{}", path).split("/")
+    if "/".join(parts) in text:
+        return True
+    return any("…/" + "/".join(parts[i:]) in text for i in range(1, len(parts) - 1))
+
+
+def test_every_api_route_is_told_on_a_subject_page() -> None:
+    """The generated reference lists the routes; a page about their subject must say what
+    each is for (the pages outside docs/reference/)."""
+    pages = sorted(DOCS.glob("*.md"))  # the subject pages, not docs/reference/
+    text = re.sub(r"\{[^}]*\}", "{}", "\n".join(p.read_text(encoding="utf-8") for p in pages))
+    spec = _gen_reference()._app().openapi()
+    missing = [path for path in spec["paths"] if not _named(path, text)]
+    assert not missing, f"no page but the generated reference names: {missing}"
+
+
 def test_every_command_is_documented() -> None:
     commands = _cli_commands()
     assert "chatmem context plan" in commands and "chatmem token revoke" in commands
