@@ -2,7 +2,8 @@
 
 One :class:`Settings` object is built at the edge (CLI or test) and passed in; nothing in
 chatmem reads the environment at import time.  Every field carries help text, and a test
-checks that every field is documented in the README.
+checks that every field is documented (docs/reference/settings.md, generated from this
+class by docs/gen_reference.py).
 """
 
 from __future__ import annotations
@@ -207,7 +208,9 @@ class Settings(BaseSettings):
         ),
     )
     secure_cookies: bool = Field(
-        default=False, description="Mark the session cookie Secure (set behind HTTPS)."
+        default=False,
+        description="Mark the session cookie Secure (set behind HTTPS); also sends "
+        "Strict-Transport-Security.",
     )
     log_level: str = Field(default="INFO", description="Logging level.")
     log_format: Literal["text", "json"] = Field(
