@@ -193,6 +193,7 @@ RULES: Mapping[str, Callable[[str, Any], Any]] = {
     "parallel_tool_calls": _bool,
     "reasoning_effort": _reasoning_effort,
     "logit_bias": _logit_bias,
+    "logprobs": _bool,  # ``true`` is refused (:data:`REFUSED`)
 }
 
 
@@ -236,6 +237,9 @@ def checked_profile_options(name: str, value: Any) -> dict[str, Any] | None:
     for key, item in value.items():
         if item is None:
             continue
+        why = refusal(key, item)
+        if why is not None:
+            raise InvalidInput(f"{name}.{key}: {why}", param=name)
         try:
             out[key] = RULES[key](key, item)
         except InvalidInput as exc:
