@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -68,9 +67,7 @@ class World:
         return str(self.ann.headers["authorization"]).split(" ", 1)[1]
 
     def sdk(self) -> openai.OpenAI:
-        return openai.OpenAI(
-            base_url=self.server.url + "/v1", api_key=self.token(), max_retries=0
-        )
+        return openai.OpenAI(base_url=self.server.url + "/v1", api_key=self.token(), max_retries=0)
 
     def langchain(self, **kw: Any) -> ChatOpenAI:
         return ChatOpenAI(
@@ -336,7 +333,11 @@ def test_profile_defaults_and_pins_apply_to_every_turn(w: World) -> None:
     [
         ("request_defaults", {"temperature": 5}, "temperature"),
         ("request_pins", {"colour": "blue"}, "unknown parameters colour"),
-        ("request_pins", {"tool_choice": {"type": "function", "function": {"name": "x"}}}, "tool_choice"),
+        (
+            "request_pins",
+            {"tool_choice": {"type": "function", "function": {"name": "x"}}},
+            "tool_choice",
+        ),
         ("request_defaults", {"logprobs": True}, "log probabilities"),
         ("request_defaults", ["temperature"], "request_defaults"),
     ],
@@ -385,3 +386,90 @@ def test_no_usage_details_when_the_provider_reports_none(w: World) -> None:
     w.model.reply("Plain.", usage=(10, 2))
     body = w.post({}).json()
     assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+
+
+# -- images ----------------------------------------------------------------------------------
+
+
+def png_data_url(size: tuple[int, int] = (64, 48)) -> str:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, (200, 30, 30)).save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def image_message(url: str, text: str = "What is in this picture?") -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+        ],
+    }
+
+
+def conversation_count(w: World) -> int:
+    return len(w.ann.get("/api/v1/conversations").json()["items"])
+
+
+def test_an_image_part_is_stored_sent_and_counted(w: World) -> None:
+    url = png_data_url()
+    w.model.reply("A red rectangle.")
+    raw = w.sdk().chat.completions.with_raw_response.create(
+        model="vision",
+        messages=[image_message(url)],  # type: ignore[list-item]
+    )
+    assert raw.parse().choices[0].message.content == "A red rectangle."
+    conversation_id = raw.headers[HEADER]
+    # The provider got the image as an image part, its bytes as sent.
+    parts = w.sent["messages"][-1]["content"]
+    assert parts[0] == {"type": "text", "text": "What is in this picture?"}
+    assert [p["image_url"]["url"] for p in parts if p["type"] == "image_url"] == [url]
+    # Stored as the UI's attachments: the message's text, the image a file of it.
+    stored = w.ann.get(f"/api/v1/conversations/{conversation_id}/messages").json()["items"]
+    assert stored[0]["content"] == "What is in this picture?"
+    plan = w.ann.get(f"/api/v1/conversations/{conversation_id}/context").json()
+    assert plan["tokens"]["images"] > 0
+    assert [state for state in plan["files"].values()] == ["in_memory"]
+    # The client sends the history again with the image: matched, not stored twice.
+    w.model.reply("Still red.")
+    w.sdk().chat.completions.create(
+        model="vision",
+        messages=[  # type: ignore[list-item]
+            image_message(url),
+            {"role": "assistant", "content": "A red rectangle."},
+            {"role": "user", "content": "Sure?"},
+        ],
+        extra_headers={HEADER: conversation_id},
+    )
+    again = w.ann.get(f"/api/v1/conversations/{conversation_id}/context").json()
+    assert len(again["files"]) == 1
+    assert len(w.ann.get(f"/api/v1/conversations/{conversation_id}/messages").json()["items"]) == 4
+
+
+def test_a_text_only_profile_refuses_images(w: World) -> None:
+    before = conversation_count(w)
+    with pytest.raises(openai.BadRequestError) as caught:
+        w.sdk().chat.completions.create(
+            model="fake",
+            messages=[image_message(png_data_url())],  # type: ignore[list-item]
+        )
+    assert "takes no images" in caught.value.message
+    assert w.model.chat_requests == [] and conversation_count(w) == before
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("https://example.com/cat.png", "not fetched"),
+        ("data:image/png;base64,@@@not-base64@@@", "not valid base64"),
+        ("data:text/plain;base64,aGVsbG8=", "not an image"),
+        ("data:image/png;base64," + base64.b64encode(b"not a png at all").decode(), "image"),
+        ("ftp://example.com/x.png", "data URL"),
+    ],
+)
+def test_bad_image_urls_are_a_400(w: World, url: str, said: str) -> None:
+    before = conversation_count(w)
+    response = w.post({"model": "vision", "messages": [image_message(url)]})
+    assert response.status_code == 400, response.text
+    assert said in response.json()["error"]["message"]
+    assert w.model.chat_requests == [] and conversation_count(w) == before

@@ -17,6 +17,7 @@ from chatmem.context.values import ToolCall
 from chatmem.errors import InvalidInput
 from chatmem.models.request_options import checked_request_options, forced_tool
 from chatmem.turns.history_match import Said
+from chatmem.web.openai_compat.images import image_bytes
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 #: OpenAI's own rule for function names.
@@ -29,9 +30,23 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class ImageUrl(_Open):
+    url: str
+    detail: Literal["auto", "low", "high"] | None = None
+
+
 class ContentPart(_Open):
     type: str = Field(max_length=50)
     text: str | None = None
+    #: ``{"url": "data:image/…"}`` (a bare string as some clients send it).
+    image_url: ImageUrl | str | None = None
+
+    def image(self) -> bytes:
+        """The image of an ``image_url`` part (:func:`image_bytes`: data URLs only)."""
+        url = self.image_url.url if isinstance(self.image_url, ImageUrl) else self.image_url
+        if not url:
+            raise InvalidInput("messages: an image_url part needs its url", param="messages")
+        return image_bytes(url)
 
 
 class FunctionCall(_Open):
@@ -53,12 +68,18 @@ class ChatMessage(_Open):
 
     def said(self) -> Said:
         """The message as chatmem stores it (``developer`` is a system message)."""
+        images: tuple[bytes, ...] = ()
         if isinstance(self.content, list):
-            if any(part.type != "text" for part in self.content):
+            kinds = {part.type for part in self.content}
+            if not kinds <= {"text", "image_url"}:
                 raise InvalidInput(
-                    "messages: only text content is accepted here (no images or audio)"
+                    "messages: content parts are text and image_url (no audio or files)",
+                    param="messages",
                 )
-            text = "".join(part.text or "" for part in self.content)
+            if "image_url" in kinds and self.role != "user":
+                raise InvalidInput("messages: only a user message may hold images")
+            text = "".join(part.text or "" for part in self.content if part.type == "text")
+            images = tuple(p.image() for p in self.content if p.type == "image_url")
         else:
             text = self.content or ""
         if self.role == "tool" and not self.tool_call_id:
@@ -68,7 +89,7 @@ class ChatMessage(_Open):
             for c in self.tool_calls or ()
         )
         role = "system" if self.role == "developer" else self.role
-        return Said(role, text, self.tool_call_id if self.role == "tool" else None, calls)
+        return Said(role, text, self.tool_call_id if self.role == "tool" else None, calls, images)
 
 
 class FunctionDef(_Open):
