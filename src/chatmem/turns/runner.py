@@ -570,10 +570,10 @@ class TurnRunner:
         self._tally.usage["prompt_tokens"] += prompt
         self._tally.usage["completion_tokens"] += completion
         # Issue 29: the details the provider reported (only then: a 0 would claim to know).
-        for key in DETAIL_KEYS:
-            reported = getattr(usage, key, None)
-            if reported is not None:
-                self._tally.usage[key] = self._tally.usage.get(key, 0) + reported
+        details = (usage.cached_tokens, usage.reasoning_tokens) if usage is not None else ()
+        for key, detail in zip(DETAIL_KEYS, details, strict=False):
+            if detail is not None:
+                self._tally.usage[key] = self._tally.usage.get(key, 0) + detail
         self._tally.cost += cost
         return dict(
             user_id=self.job.user_id,
