@@ -22,6 +22,7 @@ queue is empty the server answers ``default_reply`` (so UI tests need not script
         model_server.redirect("https://169.254.169.254/")  # a 302
         model_server.reply("cut", break_after=1)           # drop the connection mid-stream
         model_server.reply("hi", report_usage=False)       # no usage even when asked (llama.cpp)
+        model_server.reply("hi", usage=(90, 8, 64, 5))     # with cached and reasoning tokens
         model_server.reject_field("stream_options")        # 400 naming a field it does not know
         model_server.empty_stream()                        # HTTP 200, no chunk, only [DONE]
         model_server.context_length_error("vllm", tokens=11251, window=8192)  # each wording
@@ -239,7 +240,7 @@ class _Scripting:
         *,
         chunks: list[str] | None = None,
         delay: float = 0.0,
-        usage: tuple[int, int] | None = None,
+        usage: tuple[int, ...] | None = None,
         finish_reason: str = "stop",
         break_after: int | None = None,
         report_usage: bool = True,
@@ -247,7 +248,8 @@ class _Scripting:
         reasoning_field: str = "reasoning_content",
     ) -> None:
         """Answer with ``text``.  Streamed as ``chunks`` (default: word by word), ``delay``
-        seconds apart.  ``usage`` = (prompt, completion) tokens, default a rough count.
+        seconds apart.  ``usage`` = (prompt, completion) tokens, default a rough count; (prompt,
+        completion, cached, reasoning) also reports OpenAI's usage details.
         ``break_after=n`` closes the connection after n chunks, without ``[DONE]``.
         ``report_usage=False``: no usage chunk even when asked (llama.cpp's server).
         ``reasoning``: a reasoning model's thinking, streamed word by word before the text in
@@ -326,7 +328,7 @@ class _Scripting:
         *,
         id: str | None = None,
         text: str = "",
-        usage: tuple[int, int] | None = None,
+        usage: tuple[int, ...] | None = None,
         report_usage: bool = True,
     ) -> None:
         """Answer with one tool call (optionally after some text)."""
@@ -337,7 +339,7 @@ class _Scripting:
         calls: list[tuple[str, Mapping[str, Any] | str, str | None]],
         *,
         text: str = "",
-        usage: tuple[int, int] | None = None,
+        usage: tuple[int, ...] | None = None,
         report_usage: bool = True,
         whole: bool = False,
     ) -> None:
@@ -613,12 +615,23 @@ def _stream_events(step: dict[str, Any], body: dict[str, Any]) -> Iterator[dict[
             "created": int(time.time()),
             "model": model,
             "choices": [],
-            "usage": {
-                "prompt_tokens": usage[0],
-                "completion_tokens": usage[1],
-                "total_tokens": usage[0] + usage[1],
-            },
+            "usage": _usage_json(usage),
         }
+
+
+def _usage_json(usage: list[int]) -> dict[str, Any]:
+    """OpenAI's usage object of (prompt, completion[, cached, reasoning]) tokens: the details
+    only when scripted (most servers report none)."""
+    body: dict[str, Any] = {
+        "prompt_tokens": usage[0],
+        "completion_tokens": usage[1],
+        "total_tokens": usage[0] + usage[1],
+    }
+    if len(usage) > 2:
+        body["prompt_tokens_details"] = {"cached_tokens": usage[2]}
+    if len(usage) > 3:
+        body["completion_tokens_details"] = {"reasoning_tokens": usage[3]}
+    return body
 
 
 def _completion(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
@@ -641,11 +654,7 @@ def _completion(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         "created": int(time.time()),
         "model": body.get("model", "fake-model"),
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {
-            "prompt_tokens": usage[0],
-            "completion_tokens": usage[1],
-            "total_tokens": usage[0] + usage[1],
-        },
+        "usage": _usage_json(usage),
     }
 
 

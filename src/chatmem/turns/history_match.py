@@ -51,6 +51,9 @@ class Said:
     content: str
     tool_call_id: str | None = None
     tool_calls: tuple[ToolCall, ...] = field(default=(), compare=False)
+    #: A user message's images (issue 29), stored with it when it is new; matching compares
+    #: the text alone, as the stored view shows it.
+    images: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
 
     def same_as(self, other: Said) -> bool:
         return (

@@ -28,6 +28,7 @@ from chatmem.store.profiles import AUTO_PROFILE, visible_profile, visible_profil
 from chatmem.store.quotas import Limits
 from chatmem.store.sessions import Session
 from chatmem.turns.admission import MAX_CONTENT_CHARS, Admission, Admitted
+from chatmem.turns.history_images import check_accepted, store_images
 from chatmem.turns.history_match import CLIENT_TOOL, Said, match_history, stored_view
 from chatmem.turns.inputs import TurnInputs
 
@@ -131,8 +132,10 @@ def admit_history(
         )
         if said.role == "user":
             last_user = stored
+            store_images(session, admission.settings, user_id, target, said, stored)
     if ask is not None:
-        # The user's message: admitted exactly as a message typed in the UI.
+        # The user's message: admitted exactly as a message typed in the UI, its images as
+        # the UI's uploads (issue 29).
         admitted = admission.admit(
             session,
             user_id,
@@ -140,9 +143,12 @@ def admit_history(
             run_id=run_id,
             content=ask.content,
             message_id=message_id,
+            file_ids=store_images(session, admission.settings, user_id, target, ask, None),
         )
     elif last_user is None:
         raise InvalidInput("messages: a conversation starts with a message from the user")
     else:
         admitted = admission.admit(session, user_id, target, run_id=run_id, turn_start=last_user)
-    return admitted, target, answered_name(session, user_id, admitted.inputs)
+    name = answered_name(session, user_id, admitted.inputs)
+    check_accepted(messages, admitted.inputs, name)  # refused: nothing of it is kept
+    return admitted, target, name

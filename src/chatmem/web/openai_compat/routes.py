@@ -75,6 +75,7 @@ async def chat_completions(
         model=body.model,
         conversation_id=x_chatmem_conversation or (body.metadata or {}).get("conversation_id"),
         tools=body.offered_tools(),
+        options=body.options(),
     )
     headers = {CONVERSATION_HEADER: turn.conversation_id, "X-Chatmem-Run-Id": turn.run_id}
     # An async generator: closed when the client goes (the run itself goes on).
