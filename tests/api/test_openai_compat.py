@@ -370,7 +370,9 @@ def test_errors_in_openai_shape(w: World) -> None:
     assert other.json()["error"]["code"] == "not_found"
 
 
-def test_another_users_conversation_is_not_found(w: World) -> None:
+def test_another_users_conversation_id_is_only_a_key_of_ones_own(w: World) -> None:
+    """API-1, STORE-1: naming somebody else's conversation id reaches nothing of theirs —
+    it is a key of one's own, naming a new conversation of one's own."""
     raw = w.sdk().chat.completions.with_raw_response.create(
         model="fake", messages=[{"role": "user", "content": "mine"}]
     )
@@ -380,14 +382,15 @@ def test_another_users_conversation_is_not_found(w: World) -> None:
         json={"name": "fake", "base_url": w.model.base_url, "model": "m", "free": True},
     )
     assert profile.status_code == 201, profile.text
-    with pytest.raises(openai.NotFoundError) as caught:
-        w.sdk(w.bob).chat.completions.create(
-            model="fake",
-            messages=[{"role": "user", "content": "let me in"}],
-            extra_headers={HEADER: conversation_id},
-        )
-    assert caught.value.code == "not_found"
-    assert len(w.stored(conversation_id)) == 2
+    bobs = w.sdk(w.bob).chat.completions.with_raw_response.create(
+        model="fake",
+        messages=[{"role": "user", "content": "let me in"}],
+        extra_headers={HEADER: conversation_id},
+    )
+    assert bobs.headers[HEADER] == conversation_id  # his key, said back
+    assert [m["content"] for m in w.stored(conversation_id)] == ["mine", DEFAULT_REPLY]
+    listed = w.bob.get("/api/v1/conversations").json()["items"]
+    assert all(c["id"] != conversation_id for c in listed)
 
 
 def test_provider_failure_is_an_openai_error(w: World) -> None:
