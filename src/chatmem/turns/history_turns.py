@@ -24,7 +24,7 @@ the ledger.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from chatmem.errors import InvalidInput, NotFound
@@ -53,6 +53,7 @@ from chatmem.turns.history_match import (
     match_history,
     stored_view,
 )
+from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import TurnInputs
 
 
@@ -65,6 +66,9 @@ class HistoryTurn:
     #: The client's own key for the conversation, when it named it so (what the answer's
     #: ``X-Chatmem-Conversation`` says back instead of the id).
     client_key: str | None = None
+    #: ``store: false`` (:mod:`chatmem.turns.stateless`): the answer's events — there is no
+    #: run to watch, and ``run_id`` and ``conversation_id`` name nothing stored ("").
+    events: AsyncIterator[RunEvent] | None = None
 
 
 def find_profile(session: Session, user_id: str, model: str) -> str:

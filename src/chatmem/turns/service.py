@@ -28,6 +28,7 @@ from chatmem.store import history_keys, summaries
 from chatmem.store.history_keys import lookup_keys
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
+from chatmem.store.ledger import record_usage
 from chatmem.store.runs import RunRecord, run_for_idempotency_key
 from chatmem.store.sessions import Session
 from chatmem.store.token_counts import warm_tokenizers
@@ -49,11 +50,13 @@ from chatmem.turns.history_turns import (
     NotContinued,
     admit_history,
     check_messages,
+    find_profile,
     named_conversation,
 )
 from chatmem.turns.inputs import Calibrations, TurnInputs
 from chatmem.turns.journal import watch_run
 from chatmem.turns.live_runs import LiveRuns, RunParts
+from chatmem.turns import stateless
 from chatmem.turns.manual_compaction import compact_now, compaction_price
 from chatmem.turns.versions import show_version
 
@@ -293,8 +296,8 @@ class TurnService:
         (the client's ``temperature``, ``response_format`` …) go into each request to the
         provider as given."""
         check_messages(messages)
-        if not store:  # issue 29: the stateless answer is being built (branch oa-continue)
-            raise InvalidInput("store: false is not supported yet")
+        if not store:
+            return await self._stateless(user_id, messages, model, tools, options)
         if conversation_id is not None:
             named = Named(*await self._read(named_conversation, user_id, conversation_id))
             return await self._history_turn(user_id, messages, model, named, tools, options)
@@ -308,6 +311,36 @@ class TurnService:
                 # A stale key (the conversation changed in the UI …): it follows the view now.
                 await self._db(history_keys.index_conversation, candidate)
         return await self._history_turn(user_id, messages, model, Named(), tools, options)
+
+    async def _stateless(
+        self,
+        user_id: str,
+        messages: Sequence[Said],
+        model: str,
+        tools: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None,
+    ) -> HistoryTurn:
+        """``store: false`` (:mod:`chatmem.turns.stateless`): nothing stored but the ledger
+        row; refused as a turn would be (the model, the included usage)."""
+        profile_id = await self._read(find_profile, user_id, model)
+        prepared = await self._read(
+            stateless.prepare, self.settings, self.secrets, user_id, profile_id, messages
+        )
+
+        async def record(row: dict[str, Any]) -> None:
+            await self._db(record_usage, **row)
+
+        events = stateless.stateless_events(
+            self.clients(prepared.target.endpoint), prepared, messages, tools, options, record
+        )
+        return HistoryTurn(new_id(), "", prepared.name, events=events)
+
+    def turn_events(self, user_id: str, turn: HistoryTurn) -> AsyncIterator[RunEvent]:
+        """A history turn's events from the start: its run's (:meth:`watch`), or a stateless
+        answer's own."""
+        if turn.events is not None:
+            return turn.events
+        return self.watch(user_id, turn.run_id, 0, owner_checked=True)
 
     async def _history_turn(
         self,

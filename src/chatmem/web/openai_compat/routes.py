@@ -77,16 +77,19 @@ async def chat_completions(
         model=body.model,
         conversation_id=body.conversation_name(x_chatmem_conversation),
         tools=body.offered_tools(),
+        store=body.store is not False,
     )
-    headers = {
-        CONVERSATION_HEADER: turn.client_key or turn.conversation_id,
-        "X-Chatmem-Run-Id": turn.run_id,
-    }
-    # An async generator: closed when the client goes (the run itself goes on).
-    events = cast(
-        AsyncGenerator[RunEvent, None],
-        service.watch(user_id, turn.run_id, 0, owner_checked=True),
+    headers = (
+        {
+            CONVERSATION_HEADER: turn.client_key or turn.conversation_id,
+            "X-Chatmem-Run-Id": turn.run_id,
+        }
+        if turn.events is None
+        else {}  # store: false — no conversation, no run
     )
+    # An async generator: closed when the client goes (a run goes on; a stateless answer
+    # stops).
+    events = cast(AsyncGenerator[RunEvent, None], service.turn_events(user_id, turn))
     answer = Answer(turn.run_id, turn.model)
     if not body.stream:
         async with contextlib.aclosing(events):
