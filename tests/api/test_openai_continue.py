@@ -44,9 +44,7 @@ class World:
         self._users += 1
         api = self.server.signed_in(f"user{self._users}")
         prices = (
-            {"input_price_per_mtok": 1.0, "output_price_per_mtok": 1.0}
-            if paid
-            else {"free": True}
+            {"input_price_per_mtok": 1.0, "output_price_per_mtok": 1.0} if paid else {"free": True}
         )
         created = api.post(
             "/api/v1/profiles",
@@ -381,9 +379,7 @@ def test_store_false_leaves_nothing_but_the_ledger(w: World) -> None:
         stream_options={"include_usage": True},
     )
     chunks = list(stream)
-    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == (
-        "Feline chat"
-    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == ("Feline chat")
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 20
     # The provider got the client's messages as given.
     assert w.model.chat_requests[-1].body["messages"] == prompt

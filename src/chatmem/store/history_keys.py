@@ -36,12 +36,12 @@ what ``Said.same_as`` compares, so equal chains mean equal histories up to a col
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, delete, false, insert, select
+from sqlalchemy import Connection, bindparam, delete, false, insert, select
 from sqlalchemy.orm import Session
 
 from chatmem.errors import InvalidInput
@@ -170,23 +170,28 @@ def client_key(name: str) -> str:
 
 
 # -- reads -----------------------------------------------------------------------------------
+#: Built once (constructing a statement costs SQLAlchemy more than SQLite takes to run it):
+#: this runs on the way to a headerless request's first token.
+_CANDIDATES = (
+    select(HistoryKey.conversation_id)
+    .join(Conversation, Conversation.id == HistoryKey.conversation_id)
+    .where(
+        HistoryKey.user_id == bindparam("user_id"),
+        HistoryKey.key.in_(bindparam("keys", expanding=True)),
+        Conversation.archived_at.is_(None),
+    )
+    .order_by(Conversation.last_active_at.desc(), Conversation.id.desc())
+    .limit(CANDIDATES * 2)
+)
+
+
 def candidates(session: Session | Connection, user_id: str, keys: Sequence[str]) -> list[str]:
     """The user's conversations (not archived) holding any of ``keys``, most recently active
     first: one read of the ``(user_id, key)`` index."""
     if not keys:
         return []
-    rows = connection_of(session).execute(
-        select(HistoryKey.conversation_id)
-        .join(Conversation, Conversation.id == HistoryKey.conversation_id)
-        .where(
-            HistoryKey.user_id == user_id,
-            HistoryKey.key.in_(list(keys)),
-            Conversation.archived_at.is_(None),
-        )
-        .order_by(Conversation.last_active_at.desc(), Conversation.id.desc())
-        .limit(CANDIDATES * 2)
-    )
-    found = list(dict.fromkeys(row.conversation_id for row in rows))
+    rows = connection_of(session).execute(_CANDIDATES, {"user_id": user_id, "keys": list(keys)})
+    found = list(dict.fromkeys(row[0] for row in rows))
     return found[:CANDIDATES]
 
 
@@ -208,9 +213,7 @@ def client_conversation(session: Session | Connection, user_id: str, name: str) 
 def conversation_keys(session: Session | Connection, conversation_id: str) -> dict[str, str]:
     """A conversation's keys by kind (for tests and the stale check)."""
     rows = connection_of(session).execute(
-        select(HistoryKey.kind, HistoryKey.key).where(
-            HistoryKey.conversation_id == conversation_id
-        )
+        select(HistoryKey.kind, HistoryKey.key).where(HistoryKey.conversation_id == conversation_id)
     )
     return {row.kind: row.key for row in rows}
 
@@ -282,6 +285,32 @@ def index_conversation(session: Session | Connection, conversation_id: str) -> d
     keys = view_keys(view_items(_shown_rows(connection, conversation_id)))
     set_view_keys(connection, user_id, conversation_id, keys)
     return keys
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    id: str
+    role: str
+    content: str
+    tool_call_id: str | None
+    meta: dict[str, Any] | None
+
+
+def key_rows(
+    user_id: str, conversation_id: str, messages: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """``history_keys`` rows for a conversation being written whole (import: ``messages``
+    are its ``messages`` rows, in order)."""
+    shown = (
+        _Row(m["id"], m["role"], m["content"], m.get("tool_call_id"), m.get("meta"))
+        for m in messages
+        if not m.get("hidden")
+    )
+    keys = view_keys(view_items(shown))
+    return [
+        {"conversation_id": conversation_id, "kind": kind, "user_id": user_id, "key": key}
+        for kind, key in keys.items()
+    ]
 
 
 def backfill(connection: Connection) -> int:

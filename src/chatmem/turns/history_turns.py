@@ -46,6 +46,7 @@ from chatmem.store.profiles import AUTO_PROFILE, visible_profile, visible_profil
 from chatmem.store.quotas import Limits
 from chatmem.store.sessions import Session
 from chatmem.turns.admission import MAX_CONTENT_CHARS, Admission, Admitted
+from chatmem.turns.events import RunEvent
 from chatmem.turns.history_match import (
     CLIENT_TOOL,
     Said,
@@ -53,7 +54,6 @@ from chatmem.turns.history_match import (
     match_history,
     stored_view,
 )
-from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import TurnInputs
 
 

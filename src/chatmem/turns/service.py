@@ -25,9 +25,9 @@ from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox
 from chatmem.settings import Settings
 from chatmem.store import history_keys, summaries
-from chatmem.store.history_keys import lookup_keys
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
+from chatmem.store.history_keys import lookup_keys
 from chatmem.store.ledger import record_usage
 from chatmem.store.runs import RunRecord, run_for_idempotency_key
 from chatmem.store.sessions import Session
@@ -38,6 +38,7 @@ from chatmem.tools.app_host import AppHost
 from chatmem.tools.approvals import Approvals, Decision, decide
 from chatmem.tools.servers import ToolServers
 from chatmem.tools.toolbox import McpServerConfig, ToolBox
+from chatmem.turns import stateless
 from chatmem.turns.admission import Admission, Redo, admitted_before, check_content
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.conversation_lock import Held, Purpose, hold
@@ -56,7 +57,6 @@ from chatmem.turns.history_turns import (
 from chatmem.turns.inputs import Calibrations, TurnInputs
 from chatmem.turns.journal import watch_run
 from chatmem.turns.live_runs import LiveRuns, RunParts
-from chatmem.turns import stateless
 from chatmem.turns.manual_compaction import compact_now, compaction_price
 from chatmem.turns.versions import show_version
 

@@ -22,8 +22,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from chatmem.store.base import Base
 
-HISTORY_KEY_KINDS = ("seen", "asked", "client")
-
 
 class HistoryKey(Base):
     __tablename__ = "history_keys"
