@@ -28,7 +28,6 @@ from chatmem.store import history_keys, summaries
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
 from chatmem.store.history_keys import lookup_keys
-from chatmem.store.ledger import record_usage
 from chatmem.store.runs import RunRecord, run_for_idempotency_key
 from chatmem.store.sessions import Session
 from chatmem.store.token_counts import warm_tokenizers
@@ -51,7 +50,6 @@ from chatmem.turns.history_turns import (
     NotContinued,
     admit_history,
     check_messages,
-    find_profile,
     named_conversation,
 )
 from chatmem.turns.inputs import Calibrations, TurnInputs
@@ -297,7 +295,17 @@ class TurnService:
         provider as given."""
         check_messages(messages)
         if not store:
-            return await self._stateless(user_id, messages, model, tools, options)
+            return await stateless.answer(
+                self.db,
+                self.settings,
+                self.secrets,
+                self.clients,
+                user_id,
+                messages,
+                model,
+                tools=tools,
+                options=options,
+            )
         if conversation_id is not None:
             named = Named(*await self._read(named_conversation, user_id, conversation_id))
             return await self._history_turn(user_id, messages, model, named, tools, options)
@@ -311,29 +319,6 @@ class TurnService:
                 # A stale key (the conversation changed in the UI …): it follows the view now.
                 await self._db(history_keys.index_conversation, candidate)
         return await self._history_turn(user_id, messages, model, Named(), tools, options)
-
-    async def _stateless(
-        self,
-        user_id: str,
-        messages: Sequence[Said],
-        model: str,
-        tools: Sequence[Mapping[str, Any]],
-        options: Mapping[str, Any] | None,
-    ) -> HistoryTurn:
-        """``store: false`` (:mod:`chatmem.turns.stateless`): nothing stored but the ledger
-        row; refused as a turn would be (the model, the included usage)."""
-        profile_id = await self._read(find_profile, user_id, model)
-        prepared = await self._read(
-            stateless.prepare, self.settings, self.secrets, user_id, profile_id, messages
-        )
-
-        async def record(row: dict[str, Any]) -> None:
-            await self._db(record_usage, **row)
-
-        events = stateless.stateless_events(
-            self.clients(prepared.target.endpoint), prepared, messages, tools, options, record
-        )
-        return HistoryTurn(new_id(), "", prepared.name, events=events)
 
     def turn_events(self, user_id: str, turn: HistoryTurn) -> AsyncIterator[RunEvent]:
         """A history turn's events from the start: its run's (:meth:`watch`), or a stateless

@@ -32,11 +32,16 @@ from chatmem.context.values import ToolCall as CallValue
 from chatmem.errors import ChatmemError, InvalidInput
 from chatmem.models.stream import Finish, ReasoningDelta, TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
+from chatmem.store.db import Database
+from chatmem.store.ledger import record_usage
 from chatmem.store.profiles import visible_profile
 from chatmem.store.sessions import Session
+from chatmem.store.types import new_id
+from chatmem.store.units import read, work
 from chatmem.turns.answerer import answering_profile
 from chatmem.turns.events import Delta, Done, Error, Reasoning, RunEvent, ToolCall
 from chatmem.turns.history_match import Said
+from chatmem.turns.history_turns import HistoryTurn, find_profile
 from chatmem.turns.inputs import ModelTarget, price, resolve_target
 from chatmem.turns.metering import counted_answer
 
@@ -197,3 +202,29 @@ async def _record(record: Record, tally: _Tally, prepared: Stateless) -> dict[st
         with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
             await record(row)
     return row
+
+
+async def answer(
+    db: Database,
+    settings: Settings,
+    secrets: Any,
+    clients: Callable[[Any], Any],
+    user_id: str,
+    messages: Sequence[Said],
+    model: str,
+    *,
+    tools: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None,
+) -> HistoryTurn:
+    """A stateless answer as a history turn (``TurnService.submit_history(store=False)``):
+    refused now as a turn would be (the model, the included usage); its events in
+    ``events`` — ``run_id`` names nothing stored and ``conversation_id`` is empty."""
+    profile_id = await read(db, find_profile, user_id, model)
+    prepared = await read(db, prepare, settings, secrets, user_id, profile_id, messages)
+
+    async def record(row: dict[str, Any]) -> None:
+        await work(db, record_usage, **row)
+
+    client = clients(prepared.target.endpoint)
+    events = stateless_events(client, prepared, messages, tools, options, record)
+    return HistoryTurn(new_id(), "", prepared.name, events=events)
