@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from chatmem.errors import InvalidInput, NotFound
+from chatmem.errors import InvalidInput, NotFound, TurnRunning
 from chatmem.store.conversations import (
     ConversationRecord,
     conversation_by_id,
@@ -156,6 +156,10 @@ def _target(
         if not continues(view.messages, messages):
             raise NotContinued()
         return named.found, messages[len(view.messages) :], view, source
+    if named.client_name is not None and client_conversation(session, user_id, named.client_name):
+        # A concurrent first request with the same new key created it meanwhile: its turn
+        # is being admitted there (the client sent two at once).
+        raise TurnRunning()
     return fresh, messages, None, None
 
 
