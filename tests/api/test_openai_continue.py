@@ -13,7 +13,14 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from llama_index.core.llms import ChatMessage
 from llama_index.llms.openai_like import OpenAILike
@@ -405,3 +412,31 @@ def test_store_false_is_under_the_users_limits(w: World) -> None:
     assert refused.value.code == "insufficient_quota"
     assert len(w.model.chat_requests) == 1  # the refused one never reached the provider
     assert w.counts(user_id)["ledger"] == 1
+
+
+def test_an_agent_loop_with_client_tools_stays_in_one_conversation(w: World) -> None:
+    """LangChain with tools and no header: the tool call, its result sent back, the answer
+    and the next question all land in the one conversation."""
+
+    @tool
+    def local_time(city: str) -> str:
+        """The local time in a city."""
+        return "12:00"
+
+    api = w.user()
+    llm = ChatOpenAI(
+        model="fake", base_url=w.server.url + "/v1", api_key=w.token(api), max_retries=0
+    ).bind_tools([local_time])
+    history: list[Any] = [HumanMessage("Time in Oslo?")]
+    for turn in range(3):
+        w.model.tool_call("local_time", {"city": "Oslo"}, id=f"call_{turn}")
+        asked = llm.invoke(history)
+        assert isinstance(asked, AIMessage) and asked.tool_calls
+        result = local_time.invoke(asked.tool_calls[0]["args"])
+        history += [asked, ToolMessage(result, tool_call_id=f"call_{turn}")]
+        w.model.reply(f"It is noon ({turn}).")
+        history.append(llm.invoke(history))
+        history.append(HumanMessage(f"And now ({turn})?"))
+    (conversation,) = w.conversations(api)
+    roles = [r for r, _ in w.stored(api, conversation["id"])]
+    assert roles == ["user", "assistant", "tool", "assistant"] * 3
