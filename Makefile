@@ -4,20 +4,30 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint fuzz install clean i18n mcp-examples vendor-app-bridge
+.PHONY: run test bench lint fuzz install clean i18n mcp-examples vendor-app-bridge docs docs-reference
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+RUN_STAMP := $(VENV)/.installed-run
+
+# `make run` installs the server alone (RUN_EXTRAS=postgres adds PostgreSQL and Redis);
+# `make test`, `make bench` and `make lint` the test and benchmark toolchain too.
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.$(if $(RUN_EXTRAS),[$(RUN_EXTRAS)])'
+	touch $(RUN_STAMP)
+
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,bench]'
-	touch $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,bench,docs]'
+	touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/chatmem serve
+# The state stays beside the checkout under `make run` (an installed `chatmem serve` uses
+# the per-user data folder).
+run: $(RUN_STAMP)
+	CHATMEM_STATE_DIR="$${CHATMEM_STATE_DIR:-.chatmem}" $(BIN)/chatmem serve
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -40,6 +50,23 @@ $(PEERS_STAMP):
 
 bench: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python bench/run.py
+
+# The documentation site (mkdocs.yml): the references generated from the code first
+# (docs/gen_reference.py: settings, CLI, HTTP routes, error codes), then a strict build into
+# site/ — a broken link or anchor fails it.  `make docs-reference` after adding a setting, a
+# command or a route (tests/test_docs.py fails until the pages are regenerated).
+DOCS_STAMP := $(VENV)/.installed-docs
+
+$(DOCS_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs-reference: $(DOCS_STAMP)
+	$(BIN)/python docs/gen_reference.py
+	$(BIN)/python docs/rule_index.py --write
+
+docs: docs-reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -70,4 +97,4 @@ vendor-app-bridge:
 	scripts/vendor_app_bridge.sh
 
 clean:
-	rm -rf $(VENV) $(PEERS) .chatmem .pytest_cache
+	rm -rf $(VENV) $(PEERS) .chatmem .pytest_cache site

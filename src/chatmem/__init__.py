@@ -10,4 +10,4 @@ Rooms (each a subpackage, each depending only on the ones listed before it):
 - ``chatmem.cli`` — the ``chatmem`` command.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

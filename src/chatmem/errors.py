@@ -191,6 +191,14 @@ class ConfigurationError(ChatmemError):
     code = "configuration_error"
 
 
+def missing_driver(setting: str, what: str) -> ConfigurationError:
+    """``setting`` asks for a service whose driver is an extra that is not installed."""
+    return ConfigurationError(
+        f"{setting} is set, but the {what} driver is not installed: "
+        "pip install 'chatmem[postgres]' (PostgreSQL and Redis for several replicas)."
+    )
+
+
 class SecretUnreadable(ChatmemError):
     """A stored secret cannot be decrypted: another master key, another row, or damage (PROF-2)."""
 

@@ -2,16 +2,25 @@
 
 One :class:`Settings` object is built at the edge (CLI or test) and passed in; nothing in
 chatmem reads the environment at import time.  Every field carries help text, and a test
-checks that every field is documented in the README.
+checks that every field is documented (docs/reference/settings.md, generated from this
+class by docs/gen_reference.py).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_state_dir() -> Path:
+    """The per-user data folder of the XDG base directory rules: ``$XDG_DATA_HOME/chatmem``,
+    else ``~/.local/share/chatmem``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "chatmem"
 
 
 class Settings(BaseSettings):
@@ -20,8 +29,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CHATMEM_", extra="ignore")
 
     state_dir: Path = Field(
-        default=Path(".chatmem"),
-        description="Where SQLite, the key file and archives live.",
+        default_factory=lambda: default_state_dir(),
+        description="Where SQLite, the key file and archives live. Default: the per-user data "
+        "folder (`$XDG_DATA_HOME/chatmem`, else `~/.local/share/chatmem`); `make run` uses "
+        "`./.chatmem`.",
     )
     database_url: str | None = Field(
         default=None,
@@ -197,9 +208,21 @@ class Settings(BaseSettings):
         ),
     )
     secure_cookies: bool = Field(
-        default=False, description="Mark the session cookie Secure (set behind HTTPS)."
+        default=False,
+        description="Mark the session cookie Secure (set behind HTTPS); also sends "
+        "Strict-Transport-Security.",
     )
     log_level: str = Field(default="INFO", description="Logging level.")
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines: `text` (readable) or `json` (one JSON object a line, with "
+        "`request_id` where a request caused it).",
+    )
+    metrics_token: str | None = Field(
+        default=None,
+        description="A token that may read `/metrics` (`Authorization: Bearer …`) besides "
+        "administrators' — for a Prometheus scraper.",
+    )
     signin_failures_per_name: int = Field(
         default=5,
         ge=1,

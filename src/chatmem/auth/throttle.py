@@ -32,9 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from redis.exceptions import RedisError
-
-from chatmem.errors import ChatmemError, ConfigurationError
+from chatmem.errors import ChatmemError, ConfigurationError, missing_driver
 
 log = logging.getLogger(__name__)
 
@@ -300,8 +298,13 @@ class RedisThrottle:
         prefix: str = "chatmem:signin:",
         clock: Callable[[], float] = time.time,
     ) -> None:
-        import redis.asyncio as aioredis
+        try:
+            import redis.asyncio as aioredis
+            from redis.exceptions import RedisError
+        except ImportError:
+            raise missing_driver("CHATMEM_REDIS_URL", "Redis") from None
 
+        self._errors: tuple[type[Exception], ...] = (RedisError,)
         self.policy = policy or ThrottlePolicy()
         self._redis: Any = aioredis.from_url(url, decode_responses=True)
         self._prefix = prefix
@@ -324,7 +327,7 @@ class RedisThrottle:
                     p.per_address,
                 ],
             )
-        except RedisError:
+        except self._errors:
             # Redis down: sign-in keeps working (unthrottled) rather than locking everybody
             # out; said loudly, since this is the brute-force guard.
             log.error("sign-in throttle: Redis unavailable, attempt not counted", exc_info=True)
@@ -339,7 +342,7 @@ class RedisThrottle:
                 keys=[self._prefix + ticket.name_key, self._prefix + ticket.address_key],
                 args=[self.policy.per_address],
             )
-        except RedisError:
+        except self._errors:
             log.error("sign-in throttle: Redis unavailable, success not recorded", exc_info=True)
 
     async def close(self) -> None:

@@ -13,6 +13,7 @@ import sys
 import typer
 from typer.exceptions import TyperException
 
+from chatmem import __version__
 from chatmem.context.errors import EngineError
 from chatmem.errors import ChatmemError
 
@@ -31,6 +32,7 @@ COMMAND_MODULES = [
     "context",
     "accounts",
     "keys",
+    "backup",
 ]
 
 
@@ -40,6 +42,21 @@ def _register() -> None:
 
 
 _register()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"chatmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """chatmem: a self-hosted chat server with visible conversation memory."""
 
 
 def fail(message: str, status: int = 1) -> None:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import typer
 
+from chatmem import __version__
 from chatmem.settings import Settings
+from chatmem.telemetry.logs import configure_logging
+
+log = logging.getLogger("chatmem")
 
 Lifespan = Callable[[Any], AbstractAsyncContextManager[Any]]
 
@@ -53,6 +58,14 @@ def register(app: typer.Typer) -> None:
         if port is not None:
             overrides["port"] = port
         settings = Settings(**overrides)  # type: ignore[arg-type]
+        configure_logging(settings.log_level, settings.log_format)
+        log.info(
+            "chatmem %s serving on http://%s:%d, state in %s",
+            __version__,
+            settings.host,
+            settings.port,
+            settings.state_dir.resolve(),
+        )
         app_ = create_app(settings)
         app_.router.lifespan_context = frozen_after_startup(app_.router.lifespan_context)
         uvicorn.run(
@@ -60,7 +73,7 @@ def register(app: typer.Typer) -> None:
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level.lower(),
-            # Each access-log line is built before the logger's level is checked.
-            access_log=settings.log_level.upper() in ("DEBUG", "INFO"),
+            log_config=None,  # configure_logging's handler, for uvicorn's lines too
+            access_log=False,  # web.observe writes the access lines, with request ids
             proxy_headers=False,
         )

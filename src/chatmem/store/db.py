@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from chatmem.errors import ConfigurationError
+from chatmem.errors import ConfigurationError, missing_driver
 from chatmem.security.private_dir import create_private_file, make_private_dir
 from chatmem.settings import Settings
 from chatmem.store.token_counts import IN_USE_KEY, TokenizersInUse
@@ -116,7 +116,10 @@ class Database:
             kwargs.update(pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_OVERFLOW)
         else:
             raise ConfigurationError(f"Unsupported database backend: {self.dialect}")
-        self.engine: Engine = create_engine(self.url, **kwargs)
+        try:
+            self.engine: Engine = create_engine(self.url, **kwargs)
+        except ModuleNotFoundError:  # psycopg is the ``postgres`` extra
+            raise missing_driver("CHATMEM_DATABASE_URL", "PostgreSQL") from None
         if self.dialect == "postgresql":
             ping_when_idle(self.engine, PG_PING_AFTER_IDLE_S)
         #: Which tokenizers a stored message is counted with, read now and then: one answer
@@ -251,6 +254,25 @@ class Database:
                 return None
         return row[0] if row else None
 
+    def head_revision(self) -> str | None:
+        """The newest revision this code ships (what :meth:`migrate` brings the schema to)."""
+        from alembic.script import ScriptDirectory
+
+        from chatmem.store.migrations import alembic_config
+
+        return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+    def readiness(self) -> str | None:
+        """Why this database cannot serve (unreachable, not migrated), or None."""
+        try:
+            current = self.current_revision()
+        except Exception as exc:  # unreachable: the driver's words, no URL (it has a password)
+            return f"the database cannot be reached ({type(exc).__name__})"
+        head = self.head_revision()
+        if current != head:
+            return f"the database schema is at {current or 'nothing'}, not {head}"
+        return None
+
     async def aclose(self) -> None:
         """Closes the asyncio pool's connections (on the loop that used them)."""
         if self._async_engine is not None:
@@ -307,6 +329,8 @@ class TaskGate:
             weakref.WeakKeyDictionary()
         )
         self._inside: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        #: Told how long each task waited to get in (seconds): the app's metrics.
+        self.waited: Callable[[float], None] | None = None
 
     @asynccontextmanager
     async def hold(self, *, first: bool = False) -> AsyncIterator[None]:
@@ -319,7 +343,10 @@ class TaskGate:
         turns = self._turns.get(loop)
         if turns is None:
             turns = self._turns[loop] = Turns(self.size)
+        began = time.perf_counter()
         await turns.acquire(first=first)
+        if self.waited is not None:
+            self.waited(time.perf_counter() - began)
         self._inside.add(me)
         try:
             yield

@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from chatmem.errors import missing_driver
 from chatmem.settings import Settings
 from chatmem.turns.events import RunEvent
 
@@ -47,6 +48,10 @@ class Coordinator(ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Stop background work and release connections."""
+
+    async def readiness(self) -> str | None:
+        """Why the replicas' shared state cannot be reached, or None (``/readyz``)."""
+        return None
 
     # live events -------------------------------------------------------------------------
     @abstractmethod
@@ -225,7 +230,10 @@ def coordinator_for(settings: Settings) -> Coordinator:
     """The deployment's coordinator: Redis's when ``redis_url`` is set (SCALE-2), else this
     process's own (SCALE-1)."""
     if settings.redis_url:
-        from chatmem.turns.redis_coordinator import RedisCoordinator  # imports this module
+        try:
+            from chatmem.turns.redis_coordinator import RedisCoordinator  # imports this module
+        except ImportError:
+            raise missing_driver("CHATMEM_REDIS_URL", "Redis") from None
 
         return RedisCoordinator(settings.redis_url, heartbeat=settings.replica_heartbeat)
     return LocalCoordinator()

@@ -133,8 +133,11 @@ class EventJournal:
         start_seq: int = 0,
         before_end: Callable[[], Awaitable[None]] | None = None,
         writes: EventWrites | None = None,
+        observe: Callable[[RunEvent], None] | None = None,
     ) -> None:
         self.run_id = run_id
+        #: Sees each event as it is published (the turn's monitor: logs and metrics).
+        self._observe = observe
         #: SQLite: this process's shared event writer (None: a unit of work per batch).
         self._writes = writes
         #: Runs after the terminal event is stored and before it is published (the turn
@@ -204,6 +207,8 @@ class EventJournal:
     async def _publish(self, batch: list[RunEvent]) -> None:
         for event in batch:
             await self._coordinator.publish(self.run_id, event)
+            if self._observe is not None:
+                self._observe(event)
 
     async def flush(self, also: Callable[[Session], T] | None = None) -> T | None:
         """Returns when every event emitted so far is stored and published.

@@ -30,6 +30,7 @@ from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.runs import RunRecord
 from chatmem.store.units import read, work
+from chatmem.telemetry.metrics import Metrics
 from chatmem.tools.approvals import Approvals
 from chatmem.tools.toolbox import McpServerConfig, ToolBox
 from chatmem.turns import recovery
@@ -39,6 +40,7 @@ from chatmem.turns.coordinator import Coordinator
 from chatmem.turns.events import RunEvent
 from chatmem.turns.inputs import Calibrations, TurnInputs
 from chatmem.turns.journal import EventJournal, EventWrites
+from chatmem.turns.monitor import TurnMonitor
 from chatmem.turns.runner import TurnJob, TurnRunner
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,17 @@ class RunParts:
     model_factory: Callable[[TurnInputs], Any]
     #: The toolbox factory of one run, given the MCP servers read at its admission.
     toolbox_for: Callable[[list[McpServerConfig] | None], Callable[[], Awaitable[ToolBox]]]
+    metrics: Metrics
+
+
+def _profile_label(job: TurnJob) -> str | None:
+    """Who answers, as logs and metrics name it: the profile's name when the turn knows it
+    (Auto, the fallback), else its id."""
+    name = (job.answered or {}).get("name")
+    if name:
+        return str(name)
+    inputs = job.first_inputs
+    return job.profile_override or (inputs.target.profile_id if inputs is not None else None)
 
 
 class LiveRuns:
@@ -157,6 +170,13 @@ class LiveRuns:
 
     async def _run(self, live: LiveRun) -> None:
         job, parts = live.job, self._parts
+        monitor = TurnMonitor(
+            parts.metrics,
+            job.run_id,
+            job.conversation_id,
+            _profile_label(job),
+        )
+        monitor.started()
         try:
             await live.opened
             journal = EventJournal(
@@ -165,6 +185,7 @@ class LiveRuns:
                 parts.coordinator,
                 before_end=lambda: self._release(live),
                 writes=self._event_writes,
+                observe=monitor.seen,
             )
             servers, live.servers = live.servers, None
             runner = TurnRunner(
@@ -182,6 +203,7 @@ class LiveRuns:
             )
             await runner.run()
         finally:
+            monitor.closed()
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._cleanup(live))
 

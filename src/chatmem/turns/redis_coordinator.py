@@ -82,6 +82,13 @@ class RedisCoordinator(Coordinator):
             await self._redis.delete(self._k("replica", self.replica_id))
         await self._redis.aclose()
 
+    async def readiness(self) -> str | None:
+        try:
+            await self._redis.ping()
+        except Exception as exc:
+            return f"Redis cannot be reached ({type(exc).__name__})"
+        return None
+
     async def _beat(self) -> None:
         await self._redis.set(
             self._k("replica", self.replica_id), "1", px=int(self._heartbeat * 3000)

@@ -33,6 +33,7 @@ from chatmem.store.sessions import Session
 from chatmem.store.token_counts import warm_tokenizers
 from chatmem.store.types import new_id
 from chatmem.store.units import KeyTaken, first_unique_work, quick_work, read, work
+from chatmem.telemetry.metrics import Metrics
 from chatmem.tools.app_host import AppHost
 from chatmem.tools.approvals import Approvals, Decision, decide
 from chatmem.tools.servers import ToolServers
@@ -86,8 +87,11 @@ class TurnService:
         toolbox_factory: Callable[[], Awaitable[ToolBox]] | None = None,
         secrets: SecretBox,
         policy: EndpointPolicy | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.db = db
+        #: The app's metrics (``GET /metrics``); a service of its own in tests.
+        self.metrics = metrics or Metrics()
         self.secrets = secrets
         self.settings = settings
         self.coordinator = coordinator or LocalCoordinator()
@@ -121,6 +125,7 @@ class TurnService:
                 self.calibrations,
                 self._model_factory,
                 self._toolbox_for,
+                self.metrics,
             )
         )
 
@@ -131,8 +136,16 @@ class TurnService:
         settings: Settings,
         secrets: SecretBox,
         policy: EndpointPolicy | None = None,
+        metrics: Metrics | None = None,
     ) -> TurnService:
-        return cls(db, settings, coordinator_for(settings), secrets=secrets, policy=policy)
+        return cls(
+            db,
+            settings,
+            coordinator_for(settings),
+            secrets=secrets,
+            policy=policy,
+            metrics=metrics,
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:

@@ -24,11 +24,13 @@ from chatmem.security.secret_box import check_env_key, load_key
 from chatmem.settings import Settings
 from chatmem.store.db import WORKER_THREADS
 from chatmem.store.startup import open_database
+from chatmem.telemetry.metrics import Metrics
 from chatmem.web.api import install_api
 from chatmem.web.body_limit import BodyLimitMiddleware
 from chatmem.web.deps import CredentialCache
 from chatmem.web.errors import install_error_handlers
 from chatmem.web.json_bounds import JsonBoundsMiddleware
+from chatmem.web.observe import RequestContextMiddleware
 from chatmem.web.openai_compat.routes import install_openai_compat
 from chatmem.web.security import SecurityHeadersMiddleware, install_api_docs
 from chatmem.web.slashes import install_slash_redirects
@@ -42,11 +44,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     check_env_key(settings.encryption_key)
     endpoint_policy = EndpointPolicy.from_settings(settings)
     trusted_proxies = trusted_proxies_from_settings(settings)
+    metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         db = open_database(settings)
         announce_first_start(db, settings)
+        db.writers.waited = metrics.write_wait_seconds.observe
         app.state.db = db
         # Worker threads for sync routes and units of work, sized with the database's
         # session slots so a session that has begun always finds a thread to finish on.
@@ -59,7 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             from chatmem.turns.service import TurnService
 
             turns = TurnService.from_settings(
-                db, settings, secrets=app.state.secrets, policy=endpoint_policy
+                db, settings, secrets=app.state.secrets, policy=endpoint_policy, metrics=metrics
             )
             app.state.turns = turns
             await turns.start()
@@ -92,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.token_use = TokenUse()
     app.state.endpoint_policy = endpoint_policy
     app.state.trusted_proxies = trusted_proxies
+    app.state.metrics = metrics
     install_error_handlers(app)
     # Outermost last: the size cap counts the bytes before the JSON bounds read them (SEC-1).
     app.add_middleware(JsonBoundsMiddleware, settings=settings)
@@ -101,6 +106,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_ui(app)
     install_api_docs(app, "/api/docs")
     install_slash_redirects(app)  # relative Location, never the client's Host (SEC-3)
+    # Every request's id, access line and metrics (web.observe).
+    app.add_middleware(RequestContextMiddleware, metrics=metrics)
     # Outermost: every response gets the hardening headers (SEC-3).
     app.add_middleware(SecurityHeadersMiddleware, secure=settings.secure_cookies)
     return app
