@@ -75,3 +75,6 @@ _.search_messages
 
 # store/mcp_tools.save_known_tools writes it by name (Core update), for people reading the table.
 _.tools_listed_at
+
+# A conversation's history keys by kind: read by the tests of the history index (API-1).
+_.conversation_keys

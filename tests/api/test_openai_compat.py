@@ -359,7 +359,7 @@ def test_errors_in_openai_shape(w: World) -> None:
     bounded = httpx.post(
         w.server.url + "/v1/chat/completions",
         headers={"Authorization": f"Bearer {w.token(w.ann)}"},
-        # ``user`` is a field the endpoint ignores: only the bounds can refuse it.
+        # ``user`` nested this deep: the bounds refuse it before the schema reads it.
         json={"model": "fake", "messages": [{"role": "user", "content": "x"}], "user": deep},
     )
     assert bounded.status_code == 400, bounded.text

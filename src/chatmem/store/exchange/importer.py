@@ -43,6 +43,7 @@ from chatmem.formats.source import ImportSource, Progress
 from chatmem.store import projects, quotas
 from chatmem.store.accounts import Account
 from chatmem.store.conversations import create_folder
+from chatmem.store.history_keys import key_rows
 from chatmem.store.images import add_image
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.search import insert_messages
@@ -54,6 +55,7 @@ from chatmem.store.tables.conversations import (
     MessageVersion,
     Summary,
 )
+from chatmem.store.tables.history_keys import HistoryKey
 from chatmem.store.token_counts import (
     counts_for_message,
     counts_for_text,
@@ -110,6 +112,7 @@ class _Batch:
             Summary: [],
             File: [],
             MessageVersion: [],
+            HistoryKey: [],
         }
         self.size = 0
         # Ids written by this import that may still sit in the batch (not yet in the table).
@@ -117,7 +120,7 @@ class _Batch:
 
     def add(self, table: Any, row: dict[str, Any]) -> None:
         self.rows[table].append(row)
-        if table is not Summary and table is not MessageVersion:
+        if table is not Summary and table is not MessageVersion and table is not HistoryKey:
             self.ids.add(row["id"])
         self.size += 1
         if self.size >= BATCH:
@@ -125,7 +128,7 @@ class _Batch:
 
     def flush(self) -> None:
         connection = self.session.connection()
-        for table in (Conversation, Message, Summary, File, MessageVersion):  # keys first
+        for table in (Conversation, Message, Summary, File, MessageVersion, HistoryKey):
             rows = self.rows[table]
             if not rows:
                 continue
@@ -305,6 +308,10 @@ def _id_map(
     )
 
 
+def _by_seq(row: dict[str, Any]) -> int:
+    return int(row["seq"])
+
+
 def _write(
     session: Session,
     user: Account,
@@ -343,8 +350,11 @@ def _write(
             "meta": meta or None,
         },
     )
-    for row in message_rows(conversation, cid, mids, now, cached=counted):
+    rows = sorted(message_rows(conversation, cid, mids, now, cached=counted), key=_by_seq)
+    for row in rows:
         batch.add(Message, row)
+    for row in key_rows(user.id, cid, rows):  # API-1: an OpenAI client may continue it
+        batch.add(HistoryKey, row)
     for row in summary_rows(conversation, cid, mids, now):
         batch.add(Summary, row)
     for row in version_rows(conversation, cid, mids, now):

@@ -20,6 +20,8 @@ from chatmem.turns.history_match import Said
 from chatmem.web.openai_compat.images import image_bytes
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
+#: ``user`` names a conversation only with this prefix (clients put a user's name there).
+USER_CONVERSATION = "conversation:"
 #: OpenAI's own rule for function names.
 FunctionName = Annotated[str, Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
 
@@ -120,6 +122,24 @@ class ChatCompletionRequest(BaseModel):
     #: ``conversation_id`` here names the conversation when the header does not.
     metadata: dict[str, str] | None = None
     n: int | None = Field(default=None, ge=1, le=1)
+    #: OpenAI's end-user id: names a conversation only as ``conversation:<key>``
+    #: (:meth:`conversation_name`) — clients send a user's name or id here.
+    user: str | None = Field(default=None, max_length=1000)
+    #: OpenAI's own field: ``false`` answers statelessly (nothing stored, API-1).
+    store: bool | None = None
+
+    def conversation_name(self, header: str | None) -> str | None:
+        """The conversation the request names (API-1): the ``X-Chatmem-Conversation``
+        header, else ``metadata.conversation_id``, else ``user`` when it reads
+        ``conversation:<key>``; None: the history index decides."""
+        if header:
+            return header
+        named = (self.metadata or {}).get("conversation_id")
+        if named:
+            return named
+        if self.user and self.user.startswith(USER_CONVERSATION):
+            return self.user[len(USER_CONVERSATION) :] or None
+        return None
 
     def said(self) -> list[Said]:
         return [m.said() for m in self.messages]

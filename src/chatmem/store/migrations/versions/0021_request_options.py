@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0021_request_options"
-down_revision = "0019_app_context"
+down_revision = "0020_history_keys"
 branch_labels = None
 depends_on = None
 
