@@ -32,9 +32,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import lru_cache
 
-from chatmem.context.facts import FactKind, contains, extract, normalise
+from chatmem.context.facts import FactKind, contains, extract, fact_key, normalise
 from chatmem.context.tokens import Tokenizer
 from chatmem.context.values import Fact, Message
 
@@ -43,14 +44,20 @@ KEPT_HEADING = "## Kept verbatim"
 DROPPED_LINE = "({n} more facts did not fit: the recall tool finds them in the earlier messages)"
 #: Most dropped facts a summary's record lists (the count stays exact beyond it).
 MAX_LISTED_DROPPED = 500
+#: Tokens by which a section counted in parts must stay under the cap to skip counting the
+#: whole (joined lines count a token or two more or less than their parts).
+SLACK = 32
 _SECTION = re.compile(r"(?:^|\n)#{1,6}\s*Kept verbatim\s*\n.*?(?=\n#{1,6}\s|\Z)", re.S | re.I)
 
 
 @dataclass(frozen=True)
 class Guarded:
-    """A guarded summary: its text and what the guard did."""
+    """A guarded summary: its text and what the guard did: the facts the summariser's own
+    words hold (``held``), those the kept section adds (``kept``), those the cap left out
+    (``dropped``, the last :data:`MAX_LISTED_DROPPED` of them, ``dropped_count`` in all)."""
 
     text: str
+    held: tuple[Fact, ...] = ()
     kept: tuple[Fact, ...] = ()
     dropped: tuple[Fact, ...] = ()
     dropped_count: int = 0
@@ -107,17 +114,18 @@ def guard(
     ``facts`` oldest first; ``carried_dropped``: dropped facts of earlier rounds counted but
     no longer listed (beyond :data:`MAX_LISTED_DROPPED`)."""
     body = strip_kept(text)
-    missing = _missing(facts, normalise(body))
+    held, missing = _partition(facts, normalise(body))
     if not missing and not carried_dropped:
-        return Guarded(body)
-    budget = cap - tokenizer.count(body) - tokenizer.count(KEPT_HEADING) - 2
+        return Guarded(body, held)
+    budget = cap - tokenizer.count(body) - _count(tokenizer, KEPT_HEADING) - 2
+    full = budget
     ranked = sorted(
         range(len(missing)),
         key=lambda i: (missing[i].role != "user", -missing[i].repeats, -i),
     )
-    costs = [tokenizer.count(_line(fact)) + 1 for fact in missing]
+    costs = [_count(tokenizer, _line(fact)) + 1 for fact in missing]
     if carried_dropped or sum(costs) > budget:
-        budget -= tokenizer.count(DROPPED_LINE.format(n=len(missing) + carried_dropped)) + 1
+        budget -= _count(tokenizer, DROPPED_LINE.format(n=len(missing) + carried_dropped)) + 1
     chosen: set[int] = set()
     used = 0
     for i in ranked:
@@ -125,14 +133,16 @@ def guard(
             chosen.add(i)
             used += costs[i]
     while True:
-        result = _written(body, missing, chosen, carried_dropped)
-        if not chosen or tokenizer.count(result.text) <= cap:
+        result = _written(body, held, missing, chosen, carried_dropped)
+        if not chosen or used < full - SLACK or tokenizer.count(result.text) <= cap:
             return result
-        # The parts counted apart can add up to a little less than the whole.
+        # Near the cap: the parts counted apart can add up to a little less than the whole.
         chosen.discard(next(i for i in reversed(ranked) if i in chosen))
 
 
-def _written(body: str, missing: list[Fact], chosen: set[int], carried_dropped: int) -> Guarded:
+def _written(
+    body: str, held: tuple[Fact, ...], missing: list[Fact], chosen: set[int], carried_dropped: int
+) -> Guarded:
     kept = tuple(fact for i, fact in enumerate(missing) if i in chosen)
     dropped = [fact for i, fact in enumerate(missing) if i not in chosen]
     count = len(dropped) + carried_dropped
@@ -140,29 +150,55 @@ def _written(body: str, missing: list[Fact], chosen: set[int], carried_dropped: 
     if count:
         lines.append(DROPPED_LINE.format(n=count))
     text = f"{body}\n\n{KEPT_HEADING}\n" + "\n".join(lines) if lines else body
-    return Guarded(text, kept, tuple(dropped[-MAX_LISTED_DROPPED:]), count)
+    return Guarded(text, held, kept, tuple(dropped[-MAX_LISTED_DROPPED:]), count)
 
 
 def strip_kept(text: str) -> str:
     """``text`` without a kept section (one the summariser copied, or the guard wrote)."""
+    if "erbatim" not in text:
+        return text.strip()
     return _SECTION.sub("", text).strip()
 
 
-def _missing(facts: Sequence[Fact], seen: str) -> list[Fact]:
-    """The facts ``seen`` (a normalised text) lacks, once each: a fact stated again counts
-    as repeated and stands where it was stated last (its newest value is its place)."""
+def _partition(facts: Sequence[Fact], seen: str) -> tuple[tuple[Fact, ...], list[Fact]]:
+    """The facts ``seen`` (a normalised text) holds and those it lacks, each once and in
+    date order: a fact stated again counts as repeated and stands where it was stated last
+    (its newest statement is its place)."""
     by_key: dict[str, Fact] = {}
-    for fact in facts:
-        key = normalise(fact.text)
+    for fact in sorted(facts, key=_when):
+        key = fact_key(fact.text)
         earlier = by_key.pop(key, None)
         if earlier is not None:
-            fact = replace(fact, repeats=earlier.repeats + fact.repeats)
-            if earlier.role == "user" and fact.role != "user":
-                fact = replace(fact, role="user")
+            role = "user" if "user" in (earlier.role, fact.role) else fact.role
+            fact = replace(fact, repeats=earlier.repeats + fact.repeats, role=role)
         by_key[key] = fact
-    return [fact for key, fact in by_key.items() if not contains(seen, key)]
+    held: list[Fact] = []
+    missing: list[Fact] = []
+    for key, fact in by_key.items():
+        (held if contains(seen, key) else missing).append(fact)
+    return tuple(held), missing
 
 
+_NEVER = datetime.max
+
+
+@lru_cache(maxsize=16_384)
+def _when(fact: Fact) -> datetime:
+    """A fact's time for ordering (aware times as UTC); unknown: after every known one."""
+    at = fact.at
+    if at is None:
+        return _NEVER
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC).replace(tzinfo=None)
+    return at
+
+
+@lru_cache(maxsize=16_384)
+def _count(tokenizer: Tokenizer, line: str) -> int:
+    return tokenizer.count(line)
+
+
+@lru_cache(maxsize=16_384)
 def _line(fact: Fact) -> str:
     return f"- {fact.text} ({_date(fact.at)})" if fact.at is not None else f"- {fact.text}"
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 FactKind = Literal[
@@ -103,8 +104,10 @@ _TRIGGER = re.compile("[0-9@/\\\\`«“„\"‘‹'" + _SYMBOLS + "]")
 _QUOTES = "«“„\"‘‹'`"
 # A quote mark or a backtick opens a clause only where a word may begin.
 _QUOTE_PATTERN = re.compile(
-    r"(?P<code>`[^`\n]{1,%d}`)|(?P<quote>«[^»\n]{4,400}»|“[^”\n]{4,400}”|„[^“”\n]{4,400}[“”]"
-    r"|\"[^\"\n]{4,400}\"|‘[^’\n]{4,400}’|‹[^›\n]{4,400}›|'[^'\n]{4,400}'(?!\w))" % CODE_MAX_CHARS
+    r"(?P<code>`[^`\n]{1,CODE_MAX}`)|(?P<quote>«[^»\n]{4,400}»|“[^”\n]{4,400}”|„[^“”\n]{4,400}[“”]"
+    r"|\"[^\"\n]{4,400}\"|‘[^’\n]{4,400}’|‹[^›\n]{4,400}›|'[^'\n]{4,400}'(?!\w))".replace(
+        "CODE_MAX", str(CODE_MAX_CHARS)
+    )
 )
 _MONTH_BEFORE = re.compile(rf"(?:{_MONTHS})\.?\s$")
 _SPACE = re.compile(r"\s+")
@@ -245,6 +248,12 @@ def normalise(text: str) -> str:
     identifiers match whatever their case), thousands separators dropped."""
     text = _SPACE.sub(" ", text).strip().lower()
     return _GROUP_SEPARATOR.sub("", text)
+
+
+@lru_cache(maxsize=16_384)
+def fact_key(fact: str) -> str:
+    """A fact's normalised form (facts recur round after round: computed once)."""
+    return normalise(fact)
 
 
 def contains(haystack: str, fact: str) -> bool:

@@ -328,7 +328,7 @@ def _rounds_left(profile: Profile, tok: Tokenizer, remaining: int, focus: str | 
 def fact_guard(rounds: _Rounds, running: Summary | None, first: int, stop: int) -> FactGuard:
     """The guard of the round folding messages ``first`` to ``stop`` (CTX-24): their facts
     and those the running summary kept or dropped."""
-    carried = (*running.kept, *running.dropped) if running is not None else ()
+    carried = (*running.held, *running.kept, *running.dropped) if running is not None else ()
     unlisted = running.dropped_count - len(running.dropped) if running is not None else 0
     return FactGuard(
         carried=carried,
@@ -352,5 +352,6 @@ def _summary(
         kept=guarded.kept,
         dropped=guarded.dropped,
         dropped_count=guarded.dropped_count,
+        held=guarded.held,
     )
     return replace(summary, tokens=summary_tokens(summary, tok))

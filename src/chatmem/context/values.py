@@ -83,6 +83,8 @@ class Summary:
     kept: tuple[Fact, ...] = ()
     dropped: tuple[Fact, ...] = ()
     dropped_count: int = 0
+    #: The facts of the messages it covers that its own words hold (checked again next round).
+    held: tuple[Fact, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -618,6 +618,7 @@ def load_engine_conversation(
             kept=record.kept,
             dropped=record.dropped,
             dropped_count=record.dropped_count,
+            held=record.held,
         )
     files = [
         EngineFile(

@@ -1,6 +1,6 @@
 """The fact guard's record of a summary version (CTX-24), as stored in ``summaries.facts``.
 
-``{"kept": [fact, …], "dropped": [fact, …], "dropped_count": n}``, each fact
+``{"held": [fact, …], "kept": [fact, …], "dropped": [fact, …], "dropped_count": n}``, each fact
 ``{"text", "kind", "message_id", "role", "at", "repeats"}`` (``at`` ISO 8601 or null).  The
 engine's :class:`~chatmem.context.values.Fact` values go in and come out; NULL (versions
 written before the guard, or a guard that kept nothing) reads as an empty record.
@@ -22,12 +22,15 @@ class FactRecord:
     kept: tuple[Fact, ...] = ()
     dropped: tuple[Fact, ...] = ()
     dropped_count: int = 0
+    #: The facts the summariser's own words hold (the guard checks them again next round).
+    held: tuple[Fact, ...] = ()
 
     def stored(self) -> dict[str, Any] | None:
         """The column's value (None when the guard did nothing)."""
-        if not self.kept and not self.dropped and not self.dropped_count:
+        if not self.kept and not self.dropped and not self.dropped_count and not self.held:
             return None
         return {
+            "held": [_fact_json(f) for f in self.held],
             "kept": [_fact_json(f) for f in self.kept],
             "dropped": [_fact_json(f) for f in self.dropped],
             "dropped_count": self.dropped_count,
@@ -81,4 +84,5 @@ def read_record(value: Mapping[str, Any] | None) -> FactRecord:
         kept=_facts(value.get("kept")),
         dropped=dropped,
         dropped_count=count if isinstance(count, int) else len(dropped),
+        held=_facts(value.get("held")),
     )

@@ -253,7 +253,7 @@ def _store_round(
         focus=focus,
         cost=cost,
         model=payer.target.model,
-        facts=FactRecord(guarded.kept, guarded.dropped, guarded.dropped_count),
+        facts=FactRecord(guarded.kept, guarded.dropped, guarded.dropped_count, guarded.held),
     )
     payer.record(session, answer, cost)
     return CompactionOutcome(

@@ -1,6 +1,6 @@
 """The fact guard's record per summary version (CTX-24).
 
-* ``summaries.facts``: JSON ``{"kept": [...], "dropped": [...], "dropped_count": n}``, each
+* ``summaries.facts``: JSON ``{"held", "kept", "dropped": [fact, ...], "dropped_count": n}``, each
   fact ``{"text", "kind", "message_id", "role", "at", "repeats"}``; NULL: the guard kept
   nothing (and versions written before it).
 
