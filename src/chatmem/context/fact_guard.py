@@ -207,6 +207,14 @@ def _date(at: datetime) -> str:
     return at.strftime("%Y-%m-%d")
 
 
+def clear_caches() -> None:
+    """Forget what earlier rounds computed (a benchmark measures the guard cold)."""
+    fact_key.cache_clear()
+    _line.cache_clear()
+    _count.cache_clear()
+    _when.cache_clear()
+
+
 def kinds(facts: Iterable[Fact]) -> dict[FactKind, int]:
     """How many facts of each kind (for reports)."""
     out: dict[FactKind, int] = {}

@@ -113,7 +113,7 @@ _MONTH_BEFORE = re.compile(rf"(?:{_MONTHS})\.?\s$")
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
 # Characters a fact does not begin with, though its word does: brackets, emphasis, quotes.
-_LEADING = "([{<*_~|,;:!?«“„\"‘‹'`"
+_LEADING = "([{<*_|,;:!?«“„\"‘‹'`"
 _TRAILING = ".,;:!?)]}>*_'\"»”’›…"
 _OPENING_BRACKETS = {")": "(", "]": "[", "}": "{", ">": "<"}
 
