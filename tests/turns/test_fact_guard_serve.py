@@ -154,9 +154,7 @@ def test_the_next_request_carries_every_fact_in_date_order(world: dict[str, Any]
 
 def test_the_cap_reports_what_it_dropped_and_recall_finds_it(world: dict[str, Any]) -> None:
     # An 8K window: a 1,024-token summary, too small for 150 references.
-    pairs = [
-        (f"Note reference REF-{10_000 + k} for the box.", "Stored.") for k in range(150)
-    ]
+    pairs = [(f"Note reference REF-{10_000 + k} for the box.", "Stored.") for k in range(150)]
     pairs.append(("Last question.", "Last answer."))
     cid, ids = _conversation(world, 8_192, pairs)
     _compact(world, cid)

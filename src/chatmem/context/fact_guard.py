@@ -30,10 +30,11 @@ translated label.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import cast
 
 from chatmem.context.facts import FactKind, contains, extract, fact_key, normalise
 from chatmem.context.tokens import Tokenizer
@@ -193,9 +194,15 @@ def _when(fact: Fact) -> datetime:
     return at
 
 
-@lru_cache(maxsize=16_384)
 def _count(tokenizer: Tokenizer, line: str) -> int:
-    return tokenizer.count(line)
+    """A line's tokens; cached, for the same facts come back round after round (tokenizers
+    are immutable and hashable)."""
+    return _cached_count(cast(Hashable, tokenizer), line)
+
+
+@lru_cache(maxsize=16_384)
+def _cached_count(tokenizer: Hashable, line: str) -> int:
+    return cast(Tokenizer, tokenizer).count(line)
 
 
 @lru_cache(maxsize=16_384)
@@ -211,7 +218,7 @@ def clear_caches() -> None:
     """Forget what earlier rounds computed (a benchmark measures the guard cold)."""
     fact_key.cache_clear()
     _line.cache_clear()
-    _count.cache_clear()
+    _cached_count.cache_clear()
     _when.cache_clear()
 
 
