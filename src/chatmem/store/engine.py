@@ -582,6 +582,7 @@ def load_engine_conversation(
     calibration: float = 1.0,
     project_id: str | None = None,
     has_app_context: bool = True,
+    with_facts: bool = False,
 ) -> EngineConversation:
     """The engine's view of a stored conversation, with counts for ``tokenizer``.
 
@@ -593,7 +594,9 @@ def load_engine_conversation(
     every cached count (messages, the summary, files) as the calibrated tokenizer applies it
     to new text.  ``project_id``: the conversation's project (PROJ-1), whose instructions
     and files (with the conversation's own states) join the conversation's.
-    ``has_app_context`` False: no app set a model context (APPS-3), so it is not read."""
+    ``has_app_context`` False: no app set a model context (APPS-3), so it is not read.
+    ``with_facts``: the summary carries the fact guard's record (CTX-24), which only a fold
+    reads; a plan alone (the context endpoint, on every keystroke) does without it."""
     column = column_for(tokenizer)
     connection = connection_of(session)
     fill_uncounted(connection, conversation_id, column)  # once per message, then stored
@@ -608,7 +611,7 @@ def load_engine_conversation(
         or messages.position_of(summary_row.through_message_id) is not None
     ):
         # CTX-24: what the guard kept or dropped carries over into the next fold's rounds.
-        record = read_record(summary_row.facts)
+        record = read_record(summary_row.facts if with_facts else None)
         summary = EngineSummary(
             text=summary_row.text,
             through=summary_row.through_message_id,
