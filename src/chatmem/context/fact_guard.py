@@ -174,10 +174,16 @@ def _partition(facts: Sequence[Fact], seen: str) -> tuple[tuple[Fact, ...], list
             fact = replace(fact, repeats=earlier.repeats + fact.repeats, role=role)
         by_key[key] = fact
     held: list[Fact] = []
-    missing: list[Fact] = []
+    missing: list[tuple[str, Fact]] = []
     for key, fact in by_key.items():
-        (held if contains(seen, key) else missing).append(fact)
-    return tuple(held), missing
+        if contains(seen, key):
+            held.append(fact)
+        else:
+            missing.append((key, fact))
+    # A bare number that a missing amount states ("12,500" beside "12,500 euros") is written
+    # once, with its unit.
+    amounts = {part for key, f in missing if f.kind == "amount" for part in key.split(" ")}
+    return tuple(held), [f for key, f in missing if f.kind != "number" or key not in amounts]
 
 
 _NEVER = datetime.max
