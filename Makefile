@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint fuzz install clean i18n mcp-examples vendor-app-bridge docs docs-reference
+.PHONY: run test bench bench-real lint fuzz install clean i18n mcp-examples vendor-app-bridge docs docs-reference
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -67,6 +67,20 @@ docs-reference: $(DOCS_STAMP)
 
 docs: docs-reference
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+# Issue 30: bench/memory_quality.py with a real summariser, Gemma 3 270M through llama.cpp,
+# in a virtualenv of its own (llama-cpp-python compiles llama.cpp when installed: slow).
+# MEMORY_QUALITY_REAL_CONVERSATIONS=… sets how many conversations the model folds (4).
+REAL := .venv-real
+REAL_STAMP := $(REAL)/.installed
+
+$(REAL_STAMP):
+	$(PY) -m venv $(REAL)
+	$(REAL)/bin/pip install --quiet --upgrade pip
+	$(REAL)/bin/pip install --quiet -e '.[bench-real]'
+	touch $(REAL_STAMP)
+
+bench-real: $(REAL_STAMP)
+	$(REAL)/bin/python bench/memory_quality.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

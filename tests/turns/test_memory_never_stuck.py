@@ -19,6 +19,7 @@ from tests.turns.conftest import Chat, make_chat, summaries
 
 from chatmem.context import get_tokenizer
 from chatmem.context.compaction import SUMMARY_INSTRUCTIONS
+from chatmem.context.fact_guard import strip_kept
 from chatmem.context.tokens import MESSAGE_OVERHEAD
 
 ESTIMATE = get_tokenizer("estimate")
@@ -294,7 +295,9 @@ def test_a_fold_that_fails_midway_keeps_the_rounds_before_and_the_next_turn_goes
     run = chat.wait(chat.start("Go on"))
     assert run["status"] == "failed"
     stored = summaries(chat)
-    assert [s[:2] for s in stored] == [(1, "## Goal\nRound one.")]
+    # Round one's words, and the facts of its messages it lacked, kept verbatim (CTX-24).
+    assert [(s[0], strip_kept(s[1])) for s in stored] == [(1, "## Goal\nRound one.")]
+    assert "## Kept verbatim\n- 12,500 euros" in stored[0][1]
     history = chat.messages()
     assert len(history) == 301  # the 300 imported and the question, nothing lost
     through = [m["id"] for m in history].index(stored[0][2])

@@ -41,6 +41,7 @@ from chatmem.context.values import Summary as EngineSummary
 from chatmem.context.values import ToolCall
 from chatmem.store import projects
 from chatmem.store.db import connection_of
+from chatmem.store.fact_records import read_record
 from chatmem.store.profiles import PROFILE_COLUMNS, ProfileRecord, profile_from_columns
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.app_context import AppContextRow
@@ -98,6 +99,7 @@ def _message_value(row: Any, tokens_column: str, scale: Scale = NO_SCALE) -> Eng
             for c in (row.tool_calls or ())
         ),
         tool_call_id=row.tool_call_id,
+        at=row.created_at,
     )
 
 
@@ -191,6 +193,7 @@ def _page_columns(tokens_column: str) -> tuple[Any, ...]:
         Message.excluded,
         Message.tool_calls,
         Message.tool_call_id,
+        Message.created_at,
     )
 
 
@@ -579,6 +582,7 @@ def load_engine_conversation(
     calibration: float = 1.0,
     project_id: str | None = None,
     has_app_context: bool = True,
+    with_facts: bool = False,
 ) -> EngineConversation:
     """The engine's view of a stored conversation, with counts for ``tokenizer``.
 
@@ -590,7 +594,9 @@ def load_engine_conversation(
     every cached count (messages, the summary, files) as the calibrated tokenizer applies it
     to new text.  ``project_id``: the conversation's project (PROJ-1), whose instructions
     and files (with the conversation's own states) join the conversation's.
-    ``has_app_context`` False: no app set a model context (APPS-3), so it is not read."""
+    ``has_app_context`` False: no app set a model context (APPS-3), so it is not read.
+    ``with_facts``: the summary carries the fact guard's record (CTX-24), which only a fold
+    reads; a plan alone (the context endpoint, on every keystroke) does without it."""
     column = column_for(tokenizer)
     connection = connection_of(session)
     fill_uncounted(connection, conversation_id, column)  # once per message, then stored
@@ -604,12 +610,18 @@ def load_engine_conversation(
         # A summary whose last covered message was evicted by the quota covers nothing left.
         or messages.position_of(summary_row.through_message_id) is not None
     ):
+        # CTX-24: what the guard kept or dropped carries over into the next fold's rounds.
+        record = read_record(summary_row.facts if with_facts else None)
         summary = EngineSummary(
             text=summary_row.text,
             through=summary_row.through_message_id,
             version=summary_row.version,
             focus=summary_row.focus,
             tokens=scale.apply(getattr(summary_row, column)),
+            kept=record.kept,
+            dropped=record.dropped,
+            dropped_count=record.dropped_count,
+            held=record.held,
         )
     files = [
         EngineFile(

@@ -356,6 +356,7 @@ def load_inputs(
         calibration=factor_of(tokenizer),
         project_id=row.project_id,
         has_app_context=row.app_context,
+        with_facts=True,  # CTX-24: a turn or Compress now may fold, and the guard carries them
     )
     if draft_files is not None:
         chosen = set(draft_files)

@@ -200,6 +200,8 @@ class Summary(Base):
     tokens_o200k: Mapped[int] = mapped_column(Integer, default=0)
     tokens_cl100k: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # CTX-24: the fact guard's record (:mod:`chatmem.store.fact_records`); NULL: none.
+    facts: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class File(Base):

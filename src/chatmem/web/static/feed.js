@@ -347,12 +347,22 @@
     const error = marker.querySelector(".summary-error");
     const save = marker.querySelector(".summary-save");
     const cancel = marker.querySelector(".summary-cancel");
+    const factsBox = marker.querySelector(".summary-facts");
+    let fullText = "";
+
+    /* CTX-24: the model's words in the text box, the kept section apart (summary_facts.js);
+       the editor edits the whole text. */
+    function showSummary(text, summary) {
+      fullText = text;
+      textBox.textContent = window.chatmem.summaryFacts.modelText(text);
+      window.chatmem.summaryFacts.render(factsBox, summary || null);
+    }
 
     button.addEventListener("click", async () => {
       const opening = box.hidden;
       if (opening) {
         const found = await loadSummary();
-        textBox.textContent = found.text;
+        showSummary(found.text, found.summary);
         edit.hidden = !found.editable;
         status.textContent = "";
         closeEditor();
@@ -366,14 +376,16 @@
       form.hidden = true;
       error.hidden = true;
       textBox.hidden = false;
+      window.chatmem.summaryFacts.render(factsBox, state.summary);
     }
 
     edit.addEventListener("click", () => {
-      input.value = textBox.textContent;
+      input.value = fullText;
       error.hidden = true;
       status.textContent = "";
       form.hidden = false;
       textBox.hidden = true;
+      factsBox.hidden = true;
       edit.hidden = true;
       input.focus();
     });
@@ -398,7 +410,7 @@
         // The edit is a new version over the same messages: the marker stays where it is.
         state.summary = Object.assign({}, state.summary, saved || {}, { text, live: false });
         marker.dataset.key = [state.summary.id || "", state.summary.version || "", summaryThrough() || "", summarizedCount()].join("|");
-        textBox.textContent = text;
+        showSummary(text, state.summary);
         closeEditor();
         edit.hidden = false;
         status.textContent = saved && num(saved.version) ? t("Saved as version {version}.", { version: saved.version }) : t("Saved.");
@@ -419,15 +431,18 @@
   /* The current summary's text, and whether it can be edited: the stored summary as loaded,
      else GET …/summary (a marker shown from a live event has no text yet). */
   async function loadSummary() {
-    if (state.summary && typeof state.summary.text === "string" && state.summary.text) {
-      return { text: state.summary.text, editable: !!state.conversationId };
+    // A summary from a live event has its text but not the fact guard's record (CTX-24).
+    const whole = state.summary && typeof state.summary.text === "string" && state.summary.text &&
+      (Array.isArray(state.summary.facts_kept) || !state.conversationId);
+    if (whole) {
+      return { text: state.summary.text, editable: !!state.conversationId, summary: state.summary };
     }
     if (state.conversationId) {
       try {
         const stored = await api("GET", "/api/v1/conversations/" + state.conversationId + "/summary");
         if (stored && typeof stored.text === "string") {
           state.summary = Object.assign({}, state.summary || {}, stored);
-          return { text: stored.text, editable: true };
+          return { text: stored.text, editable: true, summary: state.summary };
         }
       } catch (_) { /* not there (yet): fall back to what the plan sends */ }
     }
