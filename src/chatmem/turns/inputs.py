@@ -341,6 +341,7 @@ def load_inputs(
         calibration=factor_of(tokenizer),
         project_id=row.project_id,
         has_app_context=row.app_context,
+        has_pinned_facts=row.pinned_facts,
     )
     if draft_files is not None:
         chosen = set(draft_files)
