@@ -138,7 +138,8 @@
     const sel = window.getSelection();
     if (!sel || sel.isCollapsed || !sel.rangeCount) return null;
     const range = sel.getRangeAt(0);
-    const start = range.startContainer.parentElement || null;
+    const node0 = range.startContainer;
+    const start = node0.nodeType === Node.ELEMENT_NODE ? node0 : node0.parentElement;
     const content = start && start.closest(".message .content");
     if (!content || !content.contains(range.endContainer)) return null; // one message only
     const text = sel.toString().trim();
