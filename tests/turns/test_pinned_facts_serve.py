@@ -6,7 +6,6 @@ never folded into it, and counted in the plan the same before and after."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx

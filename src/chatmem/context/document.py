@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from chatmem.context.errors import PlanInputError
-from chatmem.context.pinned_facts import render_pinned_facts
+from chatmem.context.pinned_facts import MAX_FACT_CHARS, MAX_FACTS, render_pinned_facts
 from chatmem.context.tokens import TOKENIZER_NAMES
 from chatmem.context.values import (
     INSTRUCTIONS_ROLES,
@@ -406,16 +406,25 @@ def _files(obj: Mapping[str, Any], where: str, ids: set[str]) -> list[File]:
 
 
 def _pinned_facts(value: Any, where: str) -> PinnedFacts | None:
-    """CTX-24: the pinned facts, sent as one message (counted by the plan: offline path)."""
+    """CTX-24: the pinned facts (oldest first), sent as one message; the offline plan counts
+    it.  Bounded as the API bounds them."""
     if value is None:
         return None
+    items = _list(value, where)
+    if len(items) > MAX_FACTS:
+        raise _fail(where, f"at most {MAX_FACTS} pinned facts, got {len(items)}")
     texts = []
-    for k, item in enumerate(_list(value, where)):
-        fact = _mapping(item, f"{where}[{k}]", FACT_KEYS)
-        text = cast(str, _str(fact, "text", f"{where}[{k}]"))
-        if not text.strip():
-            raise _fail(f"{where}[{k}].text", "a pinned fact is not empty")
-        _str(fact, "message_id", f"{where}[{k}]", required=False)
+    for k, item in enumerate(items):
+        here = f"{where}[{k}]"
+        fact = _mapping(item, here, FACT_KEYS)
+        text = cast(str, _str(fact, "text", here)).strip()
+        if not text:
+            raise _fail(f"{here}.text", "a pinned fact is not empty")
+        if len(text) > MAX_FACT_CHARS:
+            raise _fail(f"{here}.text", f"a pinned fact is at most {MAX_FACT_CHARS:,} characters")
+        # The message it was picked from; it may be gone (a fact outlives its message).
+        _str(fact, "message_id", here, required=False)
+        _str(fact, "created_at", here, required=False)
         texts.append(text)
     return PinnedFacts(render_pinned_facts(texts)) if texts else None
 

@@ -18,6 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+#: The longest fact, in characters: a fact is a line to keep, not a document (files are).
+MAX_FACT_CHARS = 1_000
+#: The most facts one conversation keeps.
+MAX_FACTS = 50
+
 HEADER = (
     "Facts the user asked you to always remember in this conversation "
     "(pinned by the user; each holds as written unless the user changes it):"

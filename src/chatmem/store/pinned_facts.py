@@ -26,7 +26,7 @@ from datetime import datetime
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from chatmem.context.pinned_facts import render_pinned_facts
+from chatmem.context.pinned_facts import MAX_FACT_CHARS, MAX_FACTS, render_pinned_facts
 from chatmem.context.tokens import MESSAGE_OVERHEAD
 from chatmem.errors import InvalidInput, NotFound, TooLarge
 from chatmem.store.conversations import owned_conversation_row
@@ -35,10 +35,19 @@ from chatmem.store.tables.pinned_facts import PinnedFactBlockRow, PinnedFactRow
 from chatmem.store.token_counts import counts_for_text
 from chatmem.store.types import utcnow
 
-#: The longest fact, in characters: a fact is a line to keep, not a document (files are).
-MAX_FACT_CHARS = 1_000
-#: The most facts one conversation keeps.
-MAX_FACTS = 50
+__all__ = [
+    "MAX_FACTS",
+    "MAX_FACTS_TOKENS",
+    "MAX_FACT_CHARS",
+    "PinnedFact",
+    "add_fact",
+    "checked_fact",
+    "delete_fact",
+    "edit_fact",
+    "fact_block",
+    "list_facts",
+]
+
 #: The most tokens the facts together may take in every request (as an app's context).
 MAX_FACTS_TOKENS = 4_000
 
@@ -161,16 +170,9 @@ def delete_fact(session: Session, user_id: str, conversation_id: str, fact_id: s
     _refresh(session, conversation_id, [r.text for r in rows if r is not row])
 
 
-def _refresh(session: Session, conversation_id: str, texts: list[str]) -> None:
-    """The facts' message rendered and counted anew (or gone with the last fact), the
-    conversation touched and flagged.  Checks the token bound first: a refusal changes
-    nothing."""
-    if not texts:
-        session.execute(
-            delete(PinnedFactBlockRow).where(PinnedFactBlockRow.conversation_id == conversation_id)
-        )
-        _flag(session, conversation_id, False)
-        return
+def fact_block(texts: list[str]) -> tuple[str, dict[str, int]]:
+    """The one message ``texts`` are sent as and its counts for every tokenizer (overhead
+    included), or TooLarge past :data:`MAX_FACTS_TOKENS` under any of them."""
     block = render_pinned_facts(texts)
     counts = {column: MESSAGE_OVERHEAD + n for column, n in counts_for_text(block).items()}
     tokens = max(counts.values())
@@ -184,6 +186,20 @@ def _refresh(session: Session, conversation_id: str, texts: list[str]) -> None:
                 "or delete a fact first."
             ),
         )
+    return block, counts
+
+
+def _refresh(session: Session, conversation_id: str, texts: list[str]) -> None:
+    """The facts' message rendered and counted anew (or gone with the last fact), the
+    conversation touched and flagged.  Checks the token bound first: a refusal changes
+    nothing."""
+    if not texts:
+        session.execute(
+            delete(PinnedFactBlockRow).where(PinnedFactBlockRow.conversation_id == conversation_id)
+        )
+        _flag(session, conversation_id, False)
+        return
+    block, counts = fact_block(texts)
     row = session.get(PinnedFactBlockRow, conversation_id)
     if row is None:
         row = PinnedFactBlockRow(conversation_id=conversation_id)
