@@ -86,6 +86,16 @@ def checked_fact(text: str) -> str:
     return text
 
 
+def _owned_locked(session: Session, user_id: str, conversation_id: str) -> None:
+    """The owner's live conversation, its row locked for this change (PostgreSQL: two
+    changes at once are one after the other, so the bounds and the one cached message hold;
+    SQLite writes one at a time anyway)."""
+    owned_conversation_row(session, user_id, conversation_id)
+    session.execute(
+        select(Conversation.id).where(Conversation.id == conversation_id).with_for_update()
+    )
+
+
 def _rows(session: Session, conversation_id: str) -> list[PinnedFactRow]:
     return list(
         session.scalars(
@@ -110,7 +120,7 @@ def add_fact(
     message_id: str | None = None,
 ) -> PinnedFact:
     """Pins ``text`` to the conversation (after its other facts)."""
-    owned_conversation_row(session, user_id, conversation_id)
+    _owned_locked(session, user_id, conversation_id)
     text = checked_fact(text)
     if message_id is not None:
         found = session.scalar(
@@ -147,7 +157,7 @@ def edit_fact(
     session: Session, user_id: str, conversation_id: str, fact_id: str, text: str
 ) -> PinnedFact:
     """The fact with the user's new text (its place and origin stay)."""
-    owned_conversation_row(session, user_id, conversation_id)
+    _owned_locked(session, user_id, conversation_id)
     text = checked_fact(text)
     rows = _rows(session, conversation_id)
     row = next((r for r in rows if r.id == fact_id), None)
@@ -161,7 +171,7 @@ def edit_fact(
 
 def delete_fact(session: Session, user_id: str, conversation_id: str, fact_id: str) -> None:
     """Unpins the fact: the next request is sent without it."""
-    owned_conversation_row(session, user_id, conversation_id)
+    _owned_locked(session, user_id, conversation_id)
     rows = _rows(session, conversation_id)
     row = next((r for r in rows if r.id == fact_id), None)
     if row is None:
