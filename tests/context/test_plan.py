@@ -483,6 +483,7 @@ def test_plan_to_dict_has_exactly_the_contract_shape() -> None:
         "files",
         "images",
         "apps",  # APPS-3 (CONTRACT: the app-context line)
+        "facts",  # CTX-24 (CONTRACT: the pinned facts line)
         "reserve",
         "free",
         "used",

@@ -127,6 +127,17 @@ class AppContext:
 
 
 @dataclass(frozen=True)
+class PinnedFacts:
+    """CTX-24: the facts the user pinned ("Remember always"), as the one message sent for
+    them (:func:`chatmem.context.pinned_facts.render_pinned_facts`) and its cached count,
+    per-message overhead included (CTX-2: counted when they change, never here).  ``tokens``
+    None: count it (the offline path)."""
+
+    text: str
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class Prices:
     """USD per million tokens.  ``free`` models cost nothing and say so (CTX-17, CTX-18)."""
 
@@ -202,3 +213,5 @@ class Conversation:
     project_instructions: str = ""
     #: APPS-3: an app's model context, sent after the instructions (an "Apps" row, CTX-18).
     app_context: AppContext | None = None
+    #: CTX-24: the pinned facts, sent after the summary in every request (a "Facts" row).
+    pinned_facts: PinnedFacts | None = None

@@ -357,6 +357,7 @@ def load_inputs(
         project_id=row.project_id,
         has_app_context=row.app_context,
         with_facts=True,  # CTX-24: a turn or Compress now may fold, and the guard carries them
+        has_pinned_facts=row.pinned_facts,
     )
     if draft_files is not None:
         chosen = set(draft_files)

@@ -100,6 +100,9 @@ class Conversation(Base):
     # APPS-3: an app set a model context (``app_contexts``): read with the row, so a turn of a
     # conversation without one never asks for it.
     has_app_context: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # CTX-24: the user pinned facts (``pinned_facts``): read with the row, so a turn of a
+    # conversation without any never asks for them.
+    has_pinned_facts: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Message(Base):

@@ -3,9 +3,9 @@
    the summary's cap left facts out, "N facts did not fit: ask for them and recall finds
    them".
 
-   Hook for pinned facts ("always remember", issue 30): every kept fact has a "Remember
-   always" button, hidden until a script sets window.chatmem.pinFact(fact) (fact: {text,
-   message_id, date, kind}); it is then shown and calls it. */
+   Pinned facts ("always remember"): every kept fact has a "Remember always" button, shown
+   when facts.js has set window.chatmem.pinFact(fact) (fact: {text, message_id, date, kind});
+   it pins the fact and says "Remembered". */
 (function () {
   "use strict";
   const { el, t, tn } = window.chatmem;
@@ -23,9 +23,13 @@
       hidden: typeof window.chatmem.pinFact !== "function",
       "data-message-id": fact.message_id || "",
       text: t("Remember always"),
+      "aria-label": t("Remember always: {fact}", { fact: fact.text }),
     });
-    pin.addEventListener("click", () => {
-      if (typeof window.chatmem.pinFact === "function") window.chatmem.pinFact(fact);
+    pin.addEventListener("click", async () => {
+      if (typeof window.chatmem.pinFact !== "function") return;
+      pin.disabled = true;
+      if (await window.chatmem.pinFact(fact)) pin.textContent = t("Remembered");
+      else pin.disabled = false;
     });
     return el("li", { class: "kept-fact", "data-message-id": fact.message_id || "" }, [
       el("code", { class: "fact-text", text: fact.text }),
