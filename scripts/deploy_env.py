@@ -53,7 +53,8 @@ DEPLOYMENT: dict[str, tuple[str, str]] = {
     "encryption_key": (
         "CHANGE-ME",
         "the same key on every replica, else one cannot read the API keys another stored; "
-        "make one with: openssl rand -base64 32 | tr '+/' '-_'",
+        "make one with: python -c "
+        '"import base64,os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())"',
     ),
     "host": (
         "0.0.0.0",
