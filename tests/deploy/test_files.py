@@ -15,6 +15,7 @@ from types import ModuleType
 
 import pytest
 import uvicorn
+from tests.support.deployment import ENV_FILE, SITE, env_values
 
 from chatmem.errors import ConfigurationError
 from chatmem.settings import Settings
@@ -22,9 +23,7 @@ from chatmem.web.app import create_app
 from chatmem.web.sse import KEEPALIVE_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV_FILE = ROOT / "deploy" / "chatmem.env"
 UNIT = ROOT / "deploy" / "systemd" / "chatmem.service"
-SITE = ROOT / "deploy" / "nginx" / "chatmem.conf"
 SIZES = {"k": 1024, "m": 1024**2, "g": 1024**3}
 
 
@@ -34,12 +33,6 @@ def _generator() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def env_values(text: str) -> dict[str, str]:
-    """The variables an ``EnvironmentFile=`` sets (comment lines set nothing)."""
-    pairs = (line.split("=", 1) for line in text.splitlines() if line and line[0] != "#")
-    return {name: value for name, value in pairs}
 
 
 def _unit() -> dict[str, list[str]]:

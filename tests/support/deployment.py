@@ -1,4 +1,5 @@
-"""nginx from the system's package in front of ``chatmem serve`` replicas, on loopback (OPS-4).
+"""The committed deployment files on loopback (OPS-4): nginx from the system's package in front
+of ``chatmem serve`` replicas, with ``deploy/chatmem.env``'s settings (:func:`env_values`).
 
 :func:`render_site` takes the committed ``deploy/nginx/chatmem.conf`` and rewrites only what
 the file names as machine-specific: the ``server`` lines of ``upstream chatmem`` (the
@@ -31,6 +32,7 @@ from cryptography.x509.oid import NameOID
 from tests.support.serve import ROOT, START_TIMEOUT, free_port, stop_process
 
 SITE = ROOT / "deploy" / "nginx" / "chatmem.conf"
+ENV_FILE = ROOT / "deploy" / "chatmem.env"
 #: The response header the tests' main config adds: nginx's ``$upstream_addr``.
 UPSTREAM_HEADER = "X-Chatmem-Upstream"
 
@@ -38,6 +40,12 @@ _UPSTREAM_BLOCK = re.compile(r"(upstream chatmem \{\n)(.*?)(\n\})", re.S)
 _SERVER_LINE = re.compile(r"\s*server\s+\S+;.*")
 _LISTEN = re.compile(r"^(\s*)listen\s+(\[::\]:)?(\d+)(.*);$", re.M)
 _CERTIFICATE = re.compile(r"^(\s*)(ssl_certificate(?:_key)?)\s+\S+;$", re.M)
+
+
+def env_values(text: str) -> dict[str, str]:
+    """The variables an ``EnvironmentFile=`` sets (comment lines set nothing)."""
+    pairs = (line.split("=", 1) for line in text.splitlines() if line and line[0] != "#")
+    return {name: value for name, value in pairs}
 
 
 def nginx_binary() -> str | None:
