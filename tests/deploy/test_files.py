@@ -84,11 +84,11 @@ def test_the_env_files_values_are_valid_settings_OPS_4() -> None:
     # The key is a placeholder on purpose: chatmem refuses to start until it is replaced.
     assert values["CHATMEM_ENCRYPTION_KEY"] == "CHANGE-ME"
     fields = {k.removeprefix("CHATMEM_").lower(): v for k, v in values.items()}
-    settings = Settings(**{**fields, "encryption_key": None})  # type: ignore[arg-type]
-    assert settings.redis_url and settings.database_url.startswith("postgresql://")  # type: ignore[union-attr]
+    settings = Settings.model_validate({**fields, "encryption_key": None})
+    assert settings.redis_url and str(settings.database_url).startswith("postgresql://")
     assert settings.secure_cookies and settings.trusted_proxies
     with pytest.raises(ConfigurationError, match="CHATMEM_ENCRYPTION_KEY"):
-        create_app(Settings(**{**fields, "state_dir": Path("/nonexistent")}))  # type: ignore[arg-type]
+        create_app(Settings.model_validate({**fields, "state_dir": "/nonexistent"}))
 
 
 def test_the_unit_runs_chatmem_serve_where_the_env_file_puts_the_state_OPS_4() -> None:
@@ -113,7 +113,7 @@ def test_the_nginx_sites_bounds_are_chatmems_OPS_4() -> None:
     assert plain > max(defaults.model_timeout, defaults.mcp_call_timeout)
     # nginx drops an idle connection to a replica before uvicorn does.
     idle = float(re.search(r"keepalive_timeout (\d+)s;", site).group(1))  # type: ignore[union-attr]
-    assert idle < uvicorn.Config(app=None).timeout_keep_alive
+    assert idle < uvicorn.Config(app="chatmem").timeout_keep_alive
 
 
 def test_the_nginx_site_streams_every_event_stream_of_chatmem_OPS_4() -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -246,9 +245,9 @@ def test_behind_tls_chatmem_sees_https_and_nginx_keeps_chatmems_errors_OPS_4(
         # X-Forwarded-Proto from a trusted proxy: the app frame's policy names this origin.
         sandbox = edge.get("/apps/sandbox")
         assert sandbox.status_code == 200
-        assert f"https://127.0.0.1:{d.nginx.https_port}/" in sandbox.headers[
-            "content-security-policy"
-        ]
+        assert (
+            f"https://127.0.0.1:{d.nginx.https_port}/" in sandbox.headers["content-security-policy"]
+        )
         # CHATMEM_SECURE_COOKIES=1 (the env file): browsers are told to stay on https.
         assert "max-age=" in sandbox.headers["strict-transport-security"]
         # A body over CHATMEM_MAX_BODY_BYTES: refused by nginx, in chatmem's shape.

@@ -65,9 +65,11 @@ def render_site(
     assert len(servers) >= 2, "the upstream should show two replicas or more"
     indent = lines[servers[0]][: len(lines[servers[0]]) - len(lines[servers[0]].lstrip())]
     ours = [f"{indent}server 127.0.0.1:{port};" for port in replicas]
-    lines = lines[: servers[0]] + ours + [
-        line for i, line in enumerate(lines) if i > servers[0] and i not in servers
-    ]
+    lines = (
+        lines[: servers[0]]
+        + ours
+        + [line for i, line in enumerate(lines) if i > servers[0] and i not in servers]
+    )
     text = text[: block.start(2)] + "\n".join(lines) + text[block.end(2) :]
 
     found = {int(match.group(3)) for match in _LISTEN.finditer(text)}
@@ -81,7 +83,9 @@ def render_site(
 
     text = _LISTEN.sub(listen, text)
     paths = {"ssl_certificate": certificate, "ssl_certificate_key": key}
-    text, count = _CERTIFICATE.subn(lambda m: f"{m.group(1)}{m.group(2)} {paths[m.group(2)]};", text)
+    text, count = _CERTIFICATE.subn(
+        lambda m: f"{m.group(1)}{m.group(2)} {paths[m.group(2)]};", text
+    )
     assert count == 2, "expected ssl_certificate and ssl_certificate_key"
     return text
 
