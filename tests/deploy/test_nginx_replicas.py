@@ -22,6 +22,7 @@ Checked, waiting only on what the servers send (events, statuses, ready probes):
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 #: The long answer: its first :data:`SHOWN` words stream, the rest waits for ``release()``.
 LONG = " ".join(f"word{i}" for i in range(600))
 SHOWN = 3
+#: A failure bound (a run that never ends), not a wait: the streams end in seconds.
+STREAM_DEADLINE = 180.0
 #: A dead replica is noticed after three silent heartbeats (the file's default is 5 s).
 HEARTBEAT = "0.3"
 
@@ -135,10 +138,14 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
 
 
 def _events(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """The SSE events of a streamed response, one at a time as they arrive."""
+    """The SSE events of a streamed response, one at a time as they arrive.  Keep-alive
+    comments reset the client's read timeout, so a stream that never ends fails here, at
+    :data:`STREAM_DEADLINE`."""
     assert response.status_code == 200, response.read()
     parser = SseParser()
+    deadline = time.monotonic() + STREAM_DEADLINE
     for line in response.iter_lines():
+        assert time.monotonic() < deadline, "the stream did not end"
         event = parser.feed(line)
         if event is not None:
             yield event
@@ -169,7 +176,8 @@ def test_a_turn_streams_through_nginx_and_is_stopped_through_the_other_replica_O
     deployment: Deployment,
 ) -> None:
     d = deployment
-    with d.edge() as edge:
+    with d.edge() as edge, ExitStack() as held:
+        held.callback(d.model.release)  # the model's side of the stream ends too
         cid = d.conversation(edge)
         d.model.reply(LONG, hold_after=SHOWN)
         with edge.stream(
@@ -198,7 +206,6 @@ def test_a_turn_streams_through_nginx_and_is_stopped_through_the_other_replica_O
                     assert stopped.json()["status"] == "stopped"
                     watcher_end = _until_end(watching)[-1]
             edge_end = _until_end(streamed)[-1]
-        d.model.release()  # the model's side of the stopped stream ends too
     for end in (watcher_end, edge_end):
         assert end["event"] == "done" and end["data"]["status"] == "stopped", end
 
@@ -234,7 +241,9 @@ def test_a_replica_killed_mid_turn_ends_its_run_for_watchers_and_nginx_goes_on_O
                     assert _until_end(_events(r))[-1]["data"]["status"] == "completed"
         finally:
             d.model.release()
-            d.replicas[owner].start()  # whole again for the other tests (recovery at start)
+            replica = d.replicas[owner]
+            if replica.proc is not None and replica.proc.poll() is not None:
+                replica.start()  # whole again for the other tests (recovery at start)
 
 
 def test_behind_tls_chatmem_sees_https_and_nginx_keeps_chatmems_errors_OPS_4(
