@@ -100,11 +100,14 @@ def render() -> str:
     blocks = [HEADER]
     for name, field in Settings.model_fields.items():
         variable = PREFIX + name.upper()
-        default = _shown(field.get_default(call_default_factory=True))
+        # A computed default (the per-user data folder) differs by machine: its help tells it.
+        computed = field.default_factory is not None
+        default = "" if computed else _shown(field.default)
+        told = "as above" if computed else default or "unset"
         lines = _comment(field.description or "")
         if name in DEPLOYMENT:
             value, why = DEPLOYMENT[name]
-            lines += _comment(f"Default: {default or 'unset'}. Set here: {why}.")
+            lines += _comment(f"Default: {told}. Set here: {why}.")
             lines.append(f"{variable}={value}")
         else:
             lines.append(f"#{variable}={default}")

@@ -246,7 +246,7 @@ class Settings(BaseSettings):
     trusted_proxies: str = Field(
         default="",
         description="Comma-separated addresses or networks of reverse proxies (* for any) "
-        "whose X-Forwarded-For names the client (sign-in throttling, logs) and whose "
+        "whose X-Forwarded-For names the client (sign-in throttling) and whose "
         "X-Forwarded-Proto names the scheme (https behind a TLS proxy: redirects, app frames). "
         "Empty: both headers are ignored; the connection's address and scheme count (OPS-4).",
     )
