@@ -81,7 +81,9 @@ class Settings(BaseSettings):
         default=None, description="Message quota per conversation (overrides the preset)."
     )
     max_body_bytes: int = Field(
-        default=8 * 1024 * 1024, description="Largest accepted JSON request body, in bytes."
+        default=8 * 1024 * 1024,
+        description="Largest accepted request body (JSON or an uploaded file; imports have "
+        "their own bound), in bytes.",
     )
     max_json_depth: int = Field(
         default=64,
@@ -243,9 +245,10 @@ class Settings(BaseSettings):
     )
     trusted_proxies: str = Field(
         default="",
-        description="Comma-separated addresses or networks of reverse proxies whose "
-        "X-Forwarded-For names the client for sign-in throttling (* for any). Empty: the "
-        "connection's address.",
+        description="Comma-separated addresses or networks of reverse proxies (* for any) "
+        "whose X-Forwarded-For names the client (sign-in throttling) and whose "
+        "X-Forwarded-Proto names the scheme (https behind a TLS proxy: redirects, app frames). "
+        "Empty: both headers are ignored; the connection's address and scheme count (OPS-4).",
     )
 
     def sqlalchemy_url(self) -> str:

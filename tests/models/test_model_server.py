@@ -41,6 +41,24 @@ def test_streamed_text_with_usage_parses_with_the_openai_sdk(model_server: FakeM
     assert chunks[-1].usage is not None and chunks[-1].usage.prompt_tokens == 7
 
 
+@pytest.mark.parametrize("remote", [False, True], ids=["in-process", "over-http"])
+def test_a_held_stream_sends_its_first_words_and_the_rest_after_release(
+    model_server: FakeModelServer, remote: bool
+) -> None:
+    control = RemoteModelServer(model_server.base_url) if remote else model_server
+    control.reply("one two three four", hold_after=2)
+    with sdk(model_server) as client:
+        stream = client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        words = (c.choices[0].delta.content for c in stream if c.choices)
+        shown = [next(w for w in words if w) for _ in range(2)]  # while the rest is held
+        control.release()
+        rest = "".join(w or "" for w in words)
+    assert "".join(shown) + rest == "one two three four"
+    assert [w.strip() for w in shown] == ["one", "two"]
+
+
 def test_non_streamed_tool_call_parses_with_the_openai_sdk(model_server: FakeModelServer) -> None:
     model_server.tool_call("lookup", {"id": 3}, id="call_9")
     with sdk(model_server) as client:

@@ -21,6 +21,7 @@ queue is empty the server answers ``default_reply`` (so UI tests need not script
         model_server.hang()                                # accept and never answer
         model_server.redirect("https://169.254.169.254/")  # a 302
         model_server.reply("cut", break_after=1)           # drop the connection mid-stream
+        model_server.reply("a b c d", hold_after=2)        # 2 chunks, then wait for release()
         model_server.reply("hi", report_usage=False)       # no usage even when asked (llama.cpp)
         model_server.reply("hi", usage=(90, 8, 64, 5))     # with cached and reasoning tokens
         model_server.reject_field("stream_options")        # 400 naming a field it does not know
@@ -246,6 +247,7 @@ class _Scripting:
         report_usage: bool = True,
         reasoning: str | None = None,
         reasoning_field: str = "reasoning_content",
+        hold_after: int | None = None,
     ) -> None:
         """Answer with ``text``.  Streamed as ``chunks`` (default: word by word), ``delay``
         seconds apart.  ``usage`` = (prompt, completion) tokens, default a rough count; (prompt,
@@ -255,7 +257,9 @@ class _Scripting:
         ``reasoning``: a reasoning model's thinking, streamed word by word before the text in
         the delta's ``reasoning_field`` (``reasoning_content``: DeepSeek, llama.cpp, vLLM;
         ``reasoning``: Ollama, OpenRouter); put ``<think>…</think>`` in ``text`` for a
-        server that leaves it in the answer."""
+        server that leaves it in the answer.  ``hold_after=n``: after n chunks the stream
+        waits for :meth:`release` (what the client got by then, it got while the answer was
+        still coming: nothing held it back)."""
         self._enqueue(
             {
                 "kind": "text",
@@ -268,6 +272,7 @@ class _Scripting:
                 "finish_reason": finish_reason,
                 "break_after": break_after,
                 "report_usage": report_usage,
+                "hold_after": hold_after,
             }
         )
 
@@ -389,6 +394,11 @@ class _Scripting:
         status, body = CONTEXT_ERRORS[style](tokens, window)
         self.error(status, body)
 
+    def release(self) -> None:
+        """Lets the stream held by ``reply(…, hold_after=n)`` go on (each such stream waits
+        anew when it starts)."""
+        self._set_option("_released", True)
+
     def hang(self, seconds: float | None = None) -> None:
         """Accept the request and send nothing (for ``seconds``, or until the server stops)."""
         self._enqueue({"kind": "hang", "seconds": seconds})
@@ -412,6 +422,7 @@ class FakeModelServer(_Scripting):
         self._script: list[dict[str, Any]] = []
         self._requests: list[RecordedRequest] = []
         self._stopping = threading.Event()
+        self._released = threading.Event()  # reply(hold_after=…) waits for it
         self.default_reply = DEFAULT_REPLY
         # ``None`` makes GET /v1/models answer 404 (APIs without a model list).
         self.models: list[str] | None = models or ["fake-model", "fake-model-mini"]
@@ -444,6 +455,7 @@ class FakeModelServer(_Scripting):
 
     def stop(self) -> None:
         self._stopping.set()  # releases hanging handlers
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
@@ -461,6 +473,9 @@ class FakeModelServer(_Scripting):
             self._script.append(step)
 
     def _set_option(self, name: str, value: Any) -> None:
+        if name == "_released":  # release(), also over /_control/options from another process
+            self._released.set()
+            return
         with self._lock:
             if value is None:
                 self.options.pop(name, None)
@@ -498,6 +513,7 @@ class FakeModelServer(_Scripting):
             self._script.clear()
             self._requests.clear()
             self.options.clear()
+            self._released.clear()
 
 
 # --- the wire protocol ---------------------------------------------------------------------------
@@ -551,6 +567,10 @@ def _chunk(
     }
 
 
+#: Marks, among a stream's chunks, where ``reply(hold_after=n)`` waits for ``release()``.
+HOLD: dict[str, Any] = {}
+
+
 def _stream_events(step: dict[str, Any], body: dict[str, Any]) -> Iterator[dict[str, Any] | None]:
     """The chunks of a streamed answer; ``None`` marks "drop the connection here"."""
     cid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
@@ -563,6 +583,8 @@ def _stream_events(step: dict[str, Any], body: dict[str, Any]) -> Iterator[dict[
     if step.get("piece"):
         text_parts = _pieces(step["piece"], int(step["size"]))
     for part in text_parts:
+        if sent == step.get("hold_after"):
+            yield HOLD
         if step.get("break_after") is not None and sent >= step["break_after"]:
             yield None
             return
@@ -854,9 +876,15 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
 
             delay = float(step.get("delay") or 0.0)
+            hold_after = step.get("hold_after")
+            if hold_after is not None:
+                server._released.clear()
             try:
                 first = True
                 for event in _stream_events(step, body):
+                    if event is HOLD:
+                        server._released.wait()
+                        continue
                     if event is None:  # simulate a dropped connection
                         self.close_connection = True
                         self.wfile.flush()
