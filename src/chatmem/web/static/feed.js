@@ -550,12 +550,13 @@
     return node;
   }
 
-  /* Three dots in the answer's bubble until its first token; "Answering…" for a screen
-     reader.  As tall as a line of text, so the first words take its place without a jump. */
+  /* Three dots in the answer's bubble, under its (still empty) text, until its first token;
+     "Answering…" for a screen reader.  As tall as a line of text, so the first words take
+     its place without a jump. */
   function typingIndicator(node) {
     const dots = el("span", { class: "typing-dots", "aria-hidden": "true" }, [el("i"), el("i"), el("i")]);
     const box = el("span", { class: "typing", role: "status" }, [dots, el("span", { class: "visually-hidden", text: t("Answering…") })]);
-    node.querySelector(".content").append(box);
+    node.append(box); // beside the answer's text, not in it
     return box;
   }
 
