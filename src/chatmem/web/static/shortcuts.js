@@ -1,7 +1,8 @@
 /* Keyboard shortcuts on the chat page, listed in a dialog that "?" opens (and the top bar's
    "Keyboard shortcuts").  Chosen not to fight the browser or a screen reader: the letters go
    with Ctrl (⌘ on a Mac) and Shift; a single key ("?", Esc) is ignored while typing in a
-   field, except Esc, which stops a running answer unless a dialog or menu takes it first.
+   field; Esc stops a running answer from anywhere but another field (a search box clears
+   itself), unless a dialog or a menu takes it first.
 
      Ctrl/⌘+Shift+O  new chat          Ctrl/⌘+K        search the chats
      Shift+Esc       the composer      Esc             stop the running answer
@@ -16,6 +17,9 @@
   function typingIn(target) {
     return !!(target && target.closest && target.closest("input, textarea, select, [contenteditable]:not([contenteditable='false'])"));
   }
+
+  /* A field other than the composer: its own Esc (a search box clears itself). */
+  function otherField(target) { return typingIn(target) && target.id !== "draft"; }
 
   /* A dialog or a popover is open: Escape and the keys are its own. */
   function somethingOpen() {
@@ -65,7 +69,7 @@
     else if (mod && !event.shiftKey && key === "k") focusSearch();
     else if (mod && event.shiftKey && key === "m") { if (!dialog.open) window.chatmem.memory.open(); }
     else if (!mod && event.shiftKey && key === "Escape" && !somethingOpen()) focusComposer();
-    else if (!mod && !event.shiftKey && !event.ctrlKey && !event.metaKey && key === "Escape" && !somethingOpen()) done = stopRun();
+    else if (!mod && !event.shiftKey && !event.ctrlKey && !event.metaKey && key === "Escape" && !somethingOpen() && !otherField(event.target)) done = stopRun();
     else if (!mod && !event.ctrlKey && !event.metaKey && key === "?" && !typingIn(event.target) && !somethingOpen()) showHelp();
     else done = false;
     if (done) event.preventDefault();
