@@ -16,6 +16,7 @@
   const messageTemplate = document.getElementById("message-template");
   const markerTemplate = document.getElementById("compaction-template");
   const progressTemplate = document.getElementById("compaction-progress-template");
+  const scroller = window.chatmem.scroll; // following the end of the feed (scroll.js)
 
   const REASONS = {
     summarized: t("Summarised: the model gets the summary instead of this message"),
@@ -535,7 +536,7 @@
     emptyBox.hidden = messages.length > 0;
     placeMarker();
     recovered();
-    scrollToEnd();
+    scroller.settle(); // the reader who scrolled up to read stays where they are
   }
 
   function applyStatus(map) {
@@ -548,9 +549,9 @@
 
   function setSummary(summary) { state.summary = summary || null; placeMarker(); }
 
-  function scrollToEnd() { feed.scrollTop = feed.scrollHeight; }
+  function scrollToEnd() { scroller.toEnd(); }
 
-  function nearEnd() { return feed.scrollHeight - feed.scrollTop - feed.clientHeight < 120; }
+  function nearEnd() { return scroller.following(); }
 
   /* A message typed here (or sent by an app: `extra.from_app`), shown before the server has
      stored it. */
@@ -559,8 +560,19 @@
     const m = Object.assign({ id: "", role, content: text }, extra || {});
     const node = renderMessage(m);
     list.append(node);
-    scrollToEnd();
+    if (role === "user") scrollToEnd();
+    else scroller.settle();
     return node;
+  }
+
+  /* Three dots in the answer's bubble, under its (still empty) text, until its first token;
+     "Answering…" for a screen reader.  As tall as a line of text, so the first words take
+     its place without a jump. */
+  function typingIndicator(node) {
+    const dots = el("span", { class: "typing-dots", "aria-hidden": "true" }, [el("i"), el("i"), el("i")]);
+    const box = el("span", { class: "typing", role: "status" }, [dots, el("span", { class: "visually-hidden", text: t("Answering…") })]);
+    node.append(box); // beside the answer's text, not in it
+    return box;
   }
 
   /* The live answer of a run: text deltas, tool calls and results as they arrive. */
@@ -569,9 +581,11 @@
     let node = appendLocal("assistant", "");
     state.liveNode = node;
     node.classList.add("streaming");
+    let typing = typingIndicator(node);
+    const typed = () => { if (typing) { typing.remove(); typing = null; } };
     let text = liveText(node);
     let thinking = null;
-    const follow = () => { if (nearEnd()) scrollToEnd(); };
+    const follow = () => { typed(); if (nearEnd()) scrollToEnd(); };
     const doneThinking = () => {
       if (!thinking) return;
       thinking.open = false;
@@ -580,7 +594,7 @@
     };
     return {
       node: () => node,
-      appendText(more) { doneThinking(); text.append(more); },
+      appendText(more) { typed(); doneThinking(); text.append(more); },
       appendReasoning(more) {
         if (!thinking) thinking = node.querySelector(".content > .reasoning") || reasoningBox(node, "", true);
         thinking.querySelector(".reasoning-text").append(more);
@@ -602,8 +616,10 @@
         node = appendLocal("assistant", "");
         state.liveNode = node;
         node.classList.add("streaming");
+        typed();
+        typing = typingIndicator(node);
         text = liveText(node);
-        follow();
+        if (nearEnd()) scrollToEnd();
       },
       addNote(text, cls) {
         const p = el("p", { class: cls || "muted small", text });
@@ -611,6 +627,7 @@
         follow();
       },
       finish() {
+        typed();
         doneThinking();
         text.flush();
         node.classList.remove("streaming");
@@ -624,6 +641,7 @@
     state.liveNode = null; state.progress = null;
     list.replaceChildren(); older.hidden = true; emptyBox.hidden = false;
     pruneApps();
+    scroller.toEnd();
   }
 
   older.addEventListener("click", renderOlder);
