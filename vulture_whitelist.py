@@ -78,3 +78,6 @@ _.tools_listed_at
 
 # A conversation's history keys by kind: read by the tests of the history index (API-1).
 _.conversation_keys
+
+# bench/memory_quality.py measures the fact guard cold (CTX-24).
+_.clear_caches
