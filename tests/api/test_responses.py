@@ -93,11 +93,17 @@ def test_previous_response_id_streams_over_several_turns_in_one_conversation(w: 
     # The instructions are stored once, each question and answer once.
     assert [(m["role"], m["content"]) for m in stored] == [
         ("system", "You are terse."),
-        *[pair for i in range(4) for pair in (("user", f"Question {i}"), ("assistant", f"Answer {i}."))],
+        *[
+            pair
+            for i in range(4)
+            for pair in (("user", f"Question {i}"), ("assistant", f"Answer {i}."))
+        ],
     ]
     sent = w.model.chat_requests[-1].messages
     assert sent[0] == {"role": "system", "content": "You are terse."}
-    assert [m["content"] for m in sent if m["role"] == "user"] == [f"Question {i}" for i in range(4)]
+    assert [m["content"] for m in sent if m["role"] == "user"] == [
+        f"Question {i}" for i in range(4)
+    ]
     assert sent[-1] == {"role": "user", "content": "Question 3"}
 
 
@@ -407,3 +413,69 @@ def test_langchain_tool_call_through_the_responses_api(w: World) -> None:
     assert final.text == "Sunny in Oslo."
     sent = w.model.chat_requests[-1].messages
     assert roles(sent) == ["user", "assistant", "tool"]
+
+
+def test_a_reasoning_models_thinking_is_a_reasoning_item(w: World) -> None:
+    w.model.reply("Four.", reasoning="Two plus two is four.")
+    with w.sdk().responses.stream(model="fake", input="2+2?") as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    kinds = [e.type for e in events]
+    assert kinds.index("response.reasoning_text.delta") < kinds.index("response.output_text.delta")
+    thought = "".join(e.delta for e in events if e.type == "response.reasoning_text.delta")
+    assert thought == "Two plus two is four."
+    assert [item.type for item in final.output] == ["reasoning", "message"]
+    reasoning = final.output[0]
+    assert reasoning.type == "reasoning" and reasoning.content is not None
+    assert reasoning.content[0].text == "Two plus two is four."
+    assert final.output_text == "Four."
+    again = w.sdk().responses.retrieve(final.id)  # read back from the run's events
+    assert [item.id for item in again.output] == [item.id for item in final.output]
+    assert again.output[0].model_dump() == reasoning.model_dump()
+    assert again.output_text == "Four."
+
+
+def test_a_failure_mid_answer_is_response_failed(w: World) -> None:
+    w.model.reply("one two three four five six", break_after=2)
+    events = list(w.sdk().responses.create(model="fake", input="Count", stream=True))
+    last = events[-1]
+    assert last.type == "response.failed"
+    assert last.response.status == "failed"
+    assert last.response.error is not None and last.response.error.code
+    assert w.sdk().responses.retrieve(last.response.id).status == "failed"
+
+
+def test_a_request_that_cannot_fit_is_context_length_exceeded(w: World) -> None:
+    huge = "word " * 9000
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as caught:
+            w.sdk().responses.create(model="fake", input=huge, stream=stream)
+        assert caught.value.code == "context_length_exceeded"
+    assert w.model.chat_requests == []
+
+
+def test_known_fields_are_checked_and_unknown_ones_ignored(w: World) -> None:
+    client = w.sdk()
+    bad: list[dict[str, Any]] = [
+        {"temperature": 5},
+        {"background": True},
+        {"previous_response_id": "resp_x", "conversation": "c"},
+        {"tool_choice": {"type": "function", "name": "nope"}},
+        {"text": {"format": {"type": "json_schema"}}},
+        {"input": [{"type": "item_reference", "id": "msg_1"}]},
+    ]
+    for fields in bad:
+        body = {"model": "fake", "input": "Hi", **fields}
+        with pytest.raises(openai.BadRequestError):
+            client.post("/responses", body=body, cast_to=dict)
+    w.model.reply(DEFAULT_REPLY)
+    answered = client.responses.create(
+        model="fake",
+        input="Hi",
+        extra_body={"some_future_field": {"x": 1}},
+        include=["reasoning.encrypted_content"],
+        truncation="auto",
+    )
+    assert answered.output_text == DEFAULT_REPLY
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve("resp_unknown")

@@ -64,7 +64,8 @@ def owned_response(session: Session, user_id: str, run_id: str) -> ResponseRecor
     row = session.execute(_OWNED, {"rid": run_id, "uid": user_id}).first()
     if row is None:
         raise NotFound("response")
-    return ResponseRecord(*row[:4], dict(row[4] or {}), row[5])
+    run_id_, owner, conversation_id, previous, echo, created = row
+    return ResponseRecord(run_id_, owner, conversation_id, previous, dict(echo or {}), created)
 
 
 def save_response(
