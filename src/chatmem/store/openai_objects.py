@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import ToolCall
@@ -76,8 +76,8 @@ def save_response(
     previous_run_id: str | None,
     echo: Mapping[str, Any],
 ) -> None:
-    session.add(
-        ResponseRow(
+    session.execute(
+        insert(ResponseRow).values(
             run_id=run_id,
             user_id=user_id,
             conversation_id=conversation_id,

@@ -13,6 +13,7 @@ id is unknown afterwards, the conversation's messages stay (they are the user's 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, cast
@@ -24,6 +25,7 @@ from chatmem.errors import NotFound
 from chatmem.store import openai_objects
 from chatmem.store.units import read, work
 from chatmem.turns.events import Error, RunEvent, from_stored
+from chatmem.turns.history_turns import HistoryTurn
 from chatmem.turns.service import TurnService
 from chatmem.web.api.routes.turns import UserId, turn_service
 from chatmem.web.openai_compat import conversations
@@ -65,6 +67,28 @@ async def _continued(
     return previous.response.conversation_id, frozenset(calls)
 
 
+async def _save(
+    service: TurnService,
+    user_id: str,
+    turn: HistoryTurn,
+    previous: str | None,
+    echo: dict[str, Any],
+    store: bool,
+) -> None:
+    """A stored response's row (none for ``store: false``: it is not kept)."""
+    if not store:
+        return
+    await work(
+        service.db,
+        openai_objects.save_response,
+        user_id,
+        turn.run_id,
+        turn.conversation_id,
+        run_id_of(previous) if previous else None,
+        echo,
+    )
+
+
 @router.post(
     "/responses",
     responses={
@@ -93,17 +117,10 @@ async def create_response(body: ResponsesRequest, request: Request, user_id: Use
     )
     echo = {**body.echo(), "model": turn.model}
     previous = body.previous_response_id
-    if body.store:
-        previous_run = run_id_of(previous) if previous else None
-        await work(
-            service.db,
-            openai_objects.save_response,
-            user_id,
-            turn.run_id,
-            turn.conversation_id,
-            previous_run,
-            echo,
-        )
+
+    def save() -> asyncio.Future[None]:
+        return asyncio.ensure_future(_save(service, user_id, turn, previous, echo, body.store))
+
     headers = {CONVERSATION_HEADER: turn.conversation_id, "X-Chatmem-Run-Id": turn.run_id}
     builder = ResponseBuilder(turn.run_id, turn.model, echo, turn.conversation_id, previous)
     events = cast(
@@ -111,18 +128,26 @@ async def create_response(body: ResponsesRequest, request: Request, user_id: Use
         service.watch(user_id, turn.run_id, 0, owner_checked=True),
     )
     if not body.stream:
+        saved = save()
         async with contextlib.aclosing(events):
             async for event in events:
                 builder.frames(event)
+        await saved
         if builder.error is not None:
             return _failed(builder.error.data, headers)
         return JSONResponse(builder.obj(), headers=headers)
     # The first event decides the status, as for chat completions: a turn refused at once
     # (the plan does not fit, the provider refused) is an error the SDK raises.
     first = await first_shown(events)
+    # The response's row is written beside the stream, off the way to its first token; the
+    # stream's end waits for it, so a GET after the answer finds the response.
+    saved = save()
     if first is None or isinstance(first, Error):
         await events.aclose()
+        await saved
         return _failed(first.data if first else {"code": "provider_error"}, headers)
+    if first.terminal:
+        await saved
     head = "".join(sse(f) for f in [*builder.opening(), *builder.frames(first)])
 
     async def rest() -> AsyncIterator[str]:
@@ -135,13 +160,16 @@ async def create_response(body: ResponsesRequest, request: Request, user_id: Use
                     if not batch:
                         yield KEEPALIVE
                         continue
-                    frames = "".join(
-                        sse(f) for event in batch if shown(event) for f in builder.frames(event)
-                    )
+                    shown_now = [event for event in batch if shown(event)]
+                    if any(event.terminal for event in shown_now):
+                        await saved
+                    frames = "".join(sse(f) for event in shown_now for f in builder.frames(event))
                     if frames:
                         yield frames
         finally:
             await events.aclose()
+            if not saved.done():
+                await saved
 
     return EventStreamResponse(
         head, rest(), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers}
