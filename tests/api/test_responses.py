@@ -213,6 +213,30 @@ def test_function_tool_round_trip_with_function_call_output(w: World) -> None:
     assert roles(stored) == ["user", "assistant", "tool", "assistant"]
 
 
+def test_output_items_echoed_with_previous_response_id_are_not_stored_again(w: World) -> None:
+    client = w.sdk()
+    w.model.reply("Blue.")
+    first = client.responses.create(model="fake", input="Favourite colour?")
+    w.model.reply("Because it is calm.")
+    second = client.responses.create(
+        model="fake",
+        previous_response_id=first.id,
+        input=[
+            *(item.model_dump(exclude_none=True) for item in first.output),
+            {"role": "user", "content": "Why?"},
+        ],
+    )
+    assert second.conversation is not None and first.conversation is not None
+    assert second.conversation.id == first.conversation.id
+    stored = w.stored(second.conversation.id)
+    assert [m["content"] for m in stored] == [
+        "Favourite colour?",
+        "Blue.",
+        "Why?",
+        "Because it is calm.",
+    ]
+
+
 def test_streamed_function_call_events(w: World) -> None:
     w.model.tool_call("get_weather", {"city": "Rome"}, id="call_s")
     with w.sdk().responses.stream(

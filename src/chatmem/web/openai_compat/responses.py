@@ -59,12 +59,11 @@ async def _continued(
         return body.conversation_id, frozenset()
     run_id = _run_of(body.previous_response_id)
     previous = await read(service.db, openai_objects.stored_response, user_id, run_id)
-    calls = {
-        str(e.data.get("id"))
-        for e in previous.events
-        if e.type == "tool_call" and e.data.get("client")
-    }
-    return previous.response.conversation_id, frozenset(calls)
+    builder = ResponseBuilder(run_id, "", {}, previous.response.conversation_id)
+    builder.take_all([from_stored(e.seq, e.type, e.data) for e in previous.events])
+    echoed = {str(item["id"]) for item in builder.output}
+    echoed |= {str(item["call_id"]) for item in builder.output if "call_id" in item}
+    return previous.response.conversation_id, frozenset(echoed)
 
 
 async def _save(

@@ -215,8 +215,9 @@ class ResponsesRequest(_Open):
 
     def said(self, answered_calls: frozenset[str] = frozenset()) -> list[Said]:
         """The turn's messages: ``instructions`` first, then the input's items
-        (``answered_calls``: the calls of the response continued, which the conversation
-        already holds — a client echoing them back does not store them again)."""
+        (``answered_calls``: the call ids and output item ids of the response continued,
+        which the conversation already holds — a client echoing them back does not store
+        them again)."""
         said: list[Said] = []
         if self.instructions and self.instructions.strip():
             said.append(Said("system", self.instructions))
@@ -272,6 +273,8 @@ def _take(said: list[Said], item: Any, index: int, answered: frozenset[str]) -> 
         raise InvalidInput(f"{where}: an item is an object")
     kind = item.get("type") or ("message" if "role" in item else None)
     if kind == "message":
+        if item.get("id") is not None and item.get("id") in answered:
+            return  # an output item of the response continued, echoed back: stored already
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
             raise InvalidInput(f"{where}: role is user, system, developer or assistant")
@@ -281,7 +284,7 @@ def _take(said: list[Said], item: Any, index: int, answered: frozenset[str]) -> 
         call_id, name = item.get("call_id"), item.get("name")
         if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
             raise InvalidInput(f"{where}: a function_call needs its call_id and name")
-        if call_id in answered:
+        if call_id in answered or item.get("id") in answered:
             return  # already in the conversation: the response continued made it
         call = ToolCall(id=call_id, name=name, arguments=str(item.get("arguments") or "{}"))
         last = said[-1] if said else None
