@@ -119,6 +119,7 @@ def test_stream_sequence_numbers_count_up_from_zero(w: World) -> None:
     completed = events[-1]
     assert completed.type == "response.completed"
     assert completed.response.output_text == "One two three."
+    assert completed.response.usage is not None and completed.response.usage.output_tokens > 0
 
 
 def test_conversations_create_then_responses_then_items(w: World) -> None:
@@ -376,6 +377,10 @@ def test_another_users_response_and_conversation_are_not_found(w: World) -> None
         bob.conversations.retrieve(mine.conversation.id)
     with pytest.raises(openai.NotFoundError):
         bob.conversations.items.list(mine.conversation.id)
+    with pytest.raises(openai.NotFoundError):
+        bob.responses.create(model="fake", input="Hi", conversation=mine.conversation.id)
+    with pytest.raises(openai.NotFoundError):
+        bob.conversations.delete(mine.conversation.id)
     assert w.sdk().responses.retrieve(mine.id).output_text == "Mine."
 
 
@@ -487,6 +492,9 @@ def test_known_fields_are_checked_and_unknown_ones_ignored(w: World) -> None:
         {"tool_choice": {"type": "function", "name": "nope"}},
         {"text": {"format": {"type": "json_schema"}}},
         {"input": [{"type": "item_reference", "id": "msg_1"}]},
+        {"input": [{"type": "message", "id": {"x": 1}, "role": "user", "content": [{}]}]},
+        {"input": [{"type": "function_call_output", "call_id": "c", "output": [{"text": 1}]}]},
+        {"tools": [{"type": "function"}]},
     ]
     for fields in bad:
         body = {"model": "fake", "input": "Hi", **fields}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, cast
 
 from fastapi import APIRouter, FastAPI, Request
@@ -135,6 +135,16 @@ async def create_response(body: ResponsesRequest, request: Request, user_id: Use
         if builder.error is not None:
             return _failed(builder.error.data, headers)
         return JSONResponse(builder.obj(), headers=headers)
+    return await _stream(builder, events, save, headers)
+
+
+async def _stream(
+    builder: ResponseBuilder,
+    events: AsyncGenerator[RunEvent, None],
+    save: Callable[[], asyncio.Future[None]],
+    headers: dict[str, str],
+) -> Response:
+    """The response's events as Server-Sent Events."""
     # The first event decides the status, as for chat completions: a turn refused at once
     # (the plan does not fit, the provider refused) is an error the SDK raises.
     first = await first_shown(events)

@@ -141,7 +141,7 @@ class ResponsesRequest(_Open):
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     store: bool = True
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
     text: TextConfig | None = None
     reasoning: ReasoningConfig | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
@@ -151,7 +151,7 @@ class ResponsesRequest(_Open):
     metadata: Metadata | None = Field(default=None, max_length=16)
     background: bool | None = None
     prompt: dict[str, Any] | None = None
-    top_logprobs: int | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
 
     def check(self) -> None:
         """What cannot be honoured is refused (API-2), before anything is stored."""
@@ -266,6 +266,11 @@ def _text(content: Any, where: str) -> str:
     return "".join(texts)
 
 
+def _echoed(item: Mapping[str, Any], answered: frozenset[str]) -> bool:
+    item_id = item.get("id")
+    return isinstance(item_id, str) and item_id in answered
+
+
 def _take(said: list[Said], item: Any, index: int, answered: frozenset[str]) -> None:
     """One input item onto ``said`` (an answer's text and its calls are one message)."""
     where = f"input[{index}]"
@@ -273,7 +278,7 @@ def _take(said: list[Said], item: Any, index: int, answered: frozenset[str]) -> 
         raise InvalidInput(f"{where}: an item is an object")
     kind = item.get("type") or ("message" if "role" in item else None)
     if kind == "message":
-        if item.get("id") is not None and item.get("id") in answered:
+        if _echoed(item, answered):
             return  # an output item of the response continued, echoed back: stored already
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
@@ -284,7 +289,7 @@ def _take(said: list[Said], item: Any, index: int, answered: frozenset[str]) -> 
         call_id, name = item.get("call_id"), item.get("name")
         if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
             raise InvalidInput(f"{where}: a function_call needs its call_id and name")
-        if call_id in answered or item.get("id") in answered:
+        if call_id in answered or _echoed(item, answered):
             return  # already in the conversation: the response continued made it
         call = ToolCall(id=call_id, name=name, arguments=str(item.get("arguments") or "{}"))
         last = said[-1] if said else None
