@@ -160,6 +160,21 @@ def test_conversations_create_then_responses_then_items(w: World) -> None:
     assert conversation.id in [c["id"] for c in listed]
 
 
+def test_the_conversation_header_names_the_conversation_too(w: World) -> None:
+    """For clients that can add a header but not a field (Codex's ``http_headers``)."""
+    w.model.reply("First.")
+    raw = w.sdk().responses.with_raw_response.create(model="fake", input="One")
+    conversation_id = raw.headers[HEADER]
+    w.model.reply("Second.")
+    w.sdk().responses.create(model="fake", input="Two", extra_headers={HEADER: conversation_id})
+    assert [m["content"] for m in w.stored(conversation_id)] == [
+        "One",
+        "First.",
+        "Two",
+        "Second.",
+    ]
+
+
 def test_conversation_items_can_be_appended_and_it_can_be_deleted(w: World) -> None:
     client = w.sdk()
     conversation = client.conversations.create()

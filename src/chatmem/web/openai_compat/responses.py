@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response
 
 from chatmem.errors import NotFound
@@ -51,12 +51,14 @@ def _run_of(response: str) -> str:
 
 
 async def _continued(
-    service: TurnService, user_id: str, body: ResponsesRequest
+    service: TurnService, user_id: str, body: ResponsesRequest, header: str | None
 ) -> tuple[str | None, frozenset[str]]:
-    """The conversation the request continues, and the calls its previous response handed
-    back (a client echoing them with their outputs does not store them twice)."""
+    """The conversation the request continues (``previous_response_id``'s, else the one
+    ``conversation`` or the ``X-Chatmem-Conversation`` header names), and the output item
+    and call ids of its previous response (a client echoing them does not store them
+    twice)."""
     if body.previous_response_id is None:
-        return body.conversation_id, frozenset()
+        return body.conversation_id or header, frozenset()
     run_id = _run_of(body.previous_response_id)
     previous = await read(service.db, openai_objects.stored_response, user_id, run_id)
     builder = ResponseBuilder(run_id, "", {}, previous.response.conversation_id)
@@ -100,11 +102,16 @@ async def _save(
         **ERRORS,
     },
 )
-async def create_response(body: ResponsesRequest, request: Request, user_id: UserId) -> Response:
+async def create_response(
+    body: ResponsesRequest,
+    request: Request,
+    user_id: UserId,
+    x_chatmem_conversation: Annotated[str | None, Header(max_length=64)] = None,
+) -> Response:
     """A turn in a chatmem conversation, answered as OpenAI's Responses API answers."""
     body.check()
     service = turn_service(request)
-    conversation_id, answered = await _continued(service, user_id, body)
+    conversation_id, answered = await _continued(service, user_id, body, x_chatmem_conversation)
     turn = await service.submit_history(
         user_id,
         body.said(answered),
