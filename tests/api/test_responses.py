@@ -6,6 +6,7 @@ each turn sent (always Chat Completions, always the engine's plan)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -225,8 +226,35 @@ def test_function_tool_round_trip_with_function_call_output(w: World) -> None:
     sent = w.model.chat_requests[-1].messages
     assert sent[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 C"}
     assert sent[-2]["tool_calls"][0]["id"] == "call_1"
-    stored = w.stored(conversation_of(w, final.id))
+    conversation_id = conversation_of(w, final.id)
+    stored = w.stored(conversation_id)
     assert roles(stored) == ["user", "assistant", "tool", "assistant"]
+    # The conversation's items show the round trip as the client made it.
+    items = client.conversations.items.list(conversation_id, order="asc").data
+    assert [i.type for i in items] == [
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    call_item, output_item = items[1], items[2]
+    assert call_item.type == "function_call" and call_item.call_id == "call_1"
+    assert output_item.type == "function_call_output" and output_item.output == "sunny, 21 C"
+
+
+async def _async_stream(w: World) -> tuple[list[str], str]:
+    client = w.async_sdk()
+    async with client.responses.stream(model="fake", input="Async?") as stream:
+        kinds = [event.type async for event in stream]
+        final = await stream.get_final_response()
+    await client.close()
+    return kinds, final.output_text
+
+
+def test_the_async_client_streams_too(w: World) -> None:
+    w.model.reply("Yes, async.")
+    kinds, text = asyncio.run(_async_stream(w))
+    assert (kinds[0], kinds[-1], text) == ("response.created", "response.completed", "Yes, async.")
 
 
 def test_output_items_echoed_with_previous_response_id_are_not_stored_again(w: World) -> None:
