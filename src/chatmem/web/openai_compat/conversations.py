@@ -100,6 +100,7 @@ def create_conversation(
 
 @router.get("/{conversation_id}", responses=ERRORS)
 def get_conversation(conversation_id: str, user: CurrentUser, session: DbSession) -> dict[str, Any]:
+    """The conversation with its ``metadata`` (any chatmem conversation of the user's)."""
     meta = openai_objects.conversation_meta(session, user.id, conversation_id)
     return _conversation(store.owned_conversation(session, user, conversation_id), meta)
 
