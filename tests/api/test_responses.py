@@ -554,3 +554,12 @@ def test_known_fields_are_checked_and_unknown_ones_ignored(w: World) -> None:
     assert answered.output_text == DEFAULT_REPLY
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve("resp_unknown")
+
+
+def test_usage_details_are_the_providers(w: World) -> None:
+    w.model.reply("Cached.", usage=(90, 8, 64, 5))
+    usage = w.sdk().responses.create(model="fake", input="Again").usage
+    assert usage is not None
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (90, 8, 98)
+    assert usage.input_tokens_details.cached_tokens == 64
+    assert usage.output_tokens_details.reasoning_tokens == 5

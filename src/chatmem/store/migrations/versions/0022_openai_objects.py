@@ -5,7 +5,7 @@
 * ``openai_conversations``: a conversation's ``metadata`` as the Conversations API gave it.
 
 Revision ID: 0022_openai_objects
-Revises: 0019_app_context
+Revises: 0021_request_options
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0022_openai_objects"
-down_revision = "0019_app_context"
+down_revision = "0021_request_options"
 branch_labels = None
 depends_on = None
 
