@@ -17,6 +17,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 from tests.api.test_openai_compat import HEADER, World, roles, w, world
+from tests.api.test_openai_params import png_data_url
 from tests.support.model_server import DEFAULT_REPLY
 
 pytestmark = pytest.mark.slow
@@ -369,21 +370,54 @@ def test_an_answer_cut_at_max_output_tokens_is_incomplete(w: World) -> None:
     assert whole.output_text == "Once upon a"
 
 
-def test_hosted_tools_and_images_are_refused(w: World) -> None:
+def test_hosted_tools_are_refused(w: World) -> None:
     client = w.sdk()
     for tool_ in ({"type": "web_search"}, {"type": "file_search", "vector_store_ids": ["v"]}):
         with pytest.raises(openai.BadRequestError) as caught:
             client.responses.create(model="fake", input="Search", tools=[tool_])  # type: ignore[list-item]
         assert caught.value.status_code == 400
         assert "hosted tools" in caught.value.message
-    image = {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}
+    assert w.model.chat_requests == []  # refused before anything was asked or stored
+
+
+def _image_input(url: str) -> list[dict[str, Any]]:
+    image = {"type": "input_image", "image_url": url, "detail": "low"}
+    return [{"role": "user", "content": [{"type": "input_text", "text": "What is it?"}, image]}]
+
+
+def test_an_input_image_is_a_user_messages_image(w: World) -> None:
+    """As on the chat endpoint: data URLs only, for a profile that accepts images."""
+    url = png_data_url()
+    client = w.sdk()
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model="fake", input=_image_input(url))  # type: ignore[arg-type]
+    assert "takes no images" in caught.value.message
     with pytest.raises(openai.BadRequestError) as caught:
         client.responses.create(
             model="fake",
-            input=[{"role": "user", "content": [{"type": "input_text", "text": "What?"}, image]}],
+            input=_image_input("https://example.org/cat.png"),  # type: ignore[arg-type]
         )
-    assert "images are not accepted on /v1/responses yet" in caught.value.message
-    assert w.model.chat_requests == []  # refused before anything was asked or stored
+    assert "not fetched" in caught.value.message
+    assert w.model.chat_requests == []
+    vision = w.ann.post(
+        "/api/v1/profiles",
+        json={
+            "name": "vision-r",
+            "base_url": w.model.base_url,
+            "model": "fake-vision",
+            "free": True,
+            "context_window": 8192,
+            "answer_reserve": 1024,
+            "tokenizer": "o200k_base",
+            "accepts_images": True,
+        },
+    )
+    assert vision.status_code == 201, vision.text
+    w.model.reply("A red square.")
+    answered = client.responses.create(model="vision-r", input=_image_input(url))  # type: ignore[arg-type]
+    assert answered.output_text == "A red square."
+    parts = w.model.chat_requests[-1].messages[-1]["content"]
+    assert [p["image_url"]["url"] for p in parts if p["type"] == "image_url"] == [url]
 
 
 def test_get_and_delete_a_response(w: World) -> None:

@@ -14,8 +14,9 @@ What each field becomes (``docs/responses.md`` says it for users):
   ``reasoning.effort`` → ``reasoning_effort`` …, API-2).
 
 Refused with a 400: OpenAI's hosted tools (web search, file search, computer use, code
-interpreter, image generation, MCP …), images and files in the input (not on this endpoint
-yet), ``item_reference`` items, ``background``, stored ``prompt`` templates,
+interpreter, image generation, MCP …), files in the input and images other than data URLs
+(``input_image`` with a data URL is a user message's image, as on the chat endpoint),
+``item_reference`` items, ``background``, stored ``prompt`` templates,
 ``top_logprobs``.  Unknown fields are ignored; ``reasoning`` items a client echoes are
 dropped (a model's thinking is never sent back to it in chatmem).
 """
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from chatmem.context.values import ToolCall
 from chatmem.errors import InvalidInput
 from chatmem.turns.history_match import Said
+from chatmem.web.openai_compat.images import image_bytes
 from chatmem.web.openai_compat.schemas import FunctionName, Id
 
 #: The tool types of OpenAI's own hosted tools: it runs them, chatmem cannot.
@@ -48,7 +50,9 @@ HOSTED_TOOLS = (
     "custom",
 )
 _TEXT_PARTS = ("input_text", "output_text", "text", "summary_text")
-_IMAGES = "images are not accepted on /v1/responses yet (use /v1/chat/completions)"
+_IMAGES = (
+    "an input_image is a data URL in image_url (data:image/png;base64,…); file ids are OpenAI's"
+)
 
 
 class _Open(BaseModel):
@@ -248,22 +252,34 @@ class ResponsesRequest(_Open):
 
 
 def _text(content: Any, where: str) -> str:
+    text, images = _parts(content, where)
+    if images:
+        raise InvalidInput(f"{where}: only a user message may hold images")
+    return text
+
+
+def _parts(content: Any, where: str) -> tuple[str, tuple[bytes, ...]]:
+    """A content's text, and its ``input_image`` parts' bytes (data URLs only, as on
+    ``/v1/chat/completions``: :func:`~chatmem.web.openai_compat.images.image_bytes`)."""
     if isinstance(content, str):
-        return content
+        return content, ()
     if not isinstance(content, list):
         raise InvalidInput(f"{where}: content is a string or a list of parts")
     texts: list[str] = []
+    images: list[bytes] = []
     for part in content:
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif kind == "refusal" and isinstance(part.get("refusal"), str):
             texts.append(part["refusal"])
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            images.append(image_bytes(part["image_url"]))
         elif kind == "input_image":
             raise InvalidInput(f"{where}: {_IMAGES}")
         else:
-            raise InvalidInput(f"{where}: only text parts are accepted here, not {kind!r}")
-    return "".join(texts)
+            raise InvalidInput(f"{where}: only text and image parts are accepted, not {kind!r}")
+    return "".join(texts), tuple(images)
 
 
 def _echoed(item: Mapping[str, Any], answered: frozenset[str]) -> bool:
@@ -283,8 +299,15 @@ def _take(said: list[Said], item: Any, index: int, answered: frozenset[str]) -> 
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
             raise InvalidInput(f"{where}: role is user, system, developer or assistant")
-        text = _text(item.get("content", ""), where)
-        said.append(Said("system" if role == "developer" else role, text))
+        if role == "user":
+            text, images = _parts(item.get("content", ""), where)
+            said.append(Said("user", text, images=images))
+        else:
+            said.append(
+                Said(
+                    "system" if role == "developer" else role, _text(item.get("content", ""), where)
+                )
+            )
     elif kind == "function_call":
         call_id, name = item.get("call_id"), item.get("name")
         if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
