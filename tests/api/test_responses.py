@@ -461,7 +461,6 @@ def test_another_users_response_and_conversation_are_not_found(w: World) -> None
     assert w.sdk().responses.retrieve(mine.id).output_text == "Mine."
 
 
-@pytest.mark.xfail(strict=True, reason="store: false lands with branch oa-continue")
 def test_store_false_answers_without_storing(w: World) -> None:
     w.model.reply("A title")
     listed_before = w.ann.get("/api/v1/conversations").json()["items"]

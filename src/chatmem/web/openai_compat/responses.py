@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, Response
 
 from chatmem.errors import NotFound
 from chatmem.store import openai_objects
+from chatmem.store.types import new_id
 from chatmem.store.units import read, work
 from chatmem.turns.events import Error, RunEvent, from_stored
 from chatmem.turns.history_turns import HistoryTurn
@@ -106,7 +107,7 @@ async def create_response(
     body: ResponsesRequest,
     request: Request,
     user_id: UserId,
-    x_chatmem_conversation: Annotated[str | None, Header(max_length=64)] = None,
+    x_chatmem_conversation: Annotated[str | None, Header(max_length=200)] = None,
 ) -> Response:
     """A turn in a chatmem conversation, answered as OpenAI's Responses API answers."""
     body.check()
@@ -127,12 +128,18 @@ async def create_response(
     def save() -> asyncio.Future[None]:
         return asyncio.ensure_future(_save(service, user_id, turn, previous, echo, body.store))
 
-    headers = {CONVERSATION_HEADER: turn.conversation_id, "X-Chatmem-Run-Id": turn.run_id}
-    builder = ResponseBuilder(turn.run_id, turn.model, echo, turn.conversation_id, previous)
-    events = cast(
-        AsyncGenerator[RunEvent, None],
-        service.watch(user_id, turn.run_id, 0, owner_checked=True),
+    headers = (
+        {
+            CONVERSATION_HEADER: turn.client_key or turn.conversation_id,
+            "X-Chatmem-Run-Id": turn.run_id,
+        }
+        if turn.events is None
+        else {}  # store: false — no conversation, no run: the response has an id of its own
     )
+    builder = ResponseBuilder(
+        turn.run_id or new_id(), turn.model, echo, turn.conversation_id or None, previous
+    )
+    events = cast(AsyncGenerator[RunEvent, None], service.turn_events(user_id, turn))
     if not body.stream:
         saved = save()
         async with contextlib.aclosing(events):

@@ -56,7 +56,8 @@ class ResponseBuilder:
     model: str
     #: The request's fields the object echoes (``ResponsesRequest.echo``).
     echo: dict[str, Any]
-    conversation_id: str
+    #: None for ``store: false`` (nothing stored, no conversation).
+    conversation_id: str | None
     previous_response_id: str | None = None
     created_at: float = field(default_factory=time.time)
     status: str = "in_progress"
@@ -97,7 +98,7 @@ class ResponseBuilder:
             "output": [dict(item) for item in self.output],
             "parallel_tool_calls": echo.get("parallel_tool_calls", True),
             "previous_response_id": self.previous_response_id,
-            "conversation": {"id": self.conversation_id},
+            "conversation": {"id": self.conversation_id} if self.conversation_id else None,
             "reasoning": echo.get("reasoning"),
             "store": echo.get("store", True),
             "temperature": echo.get("temperature"),
