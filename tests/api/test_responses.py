@@ -596,3 +596,29 @@ def test_usage_details_are_the_providers(w: World) -> None:
     assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (90, 8, 98)
     assert usage.input_tokens_details.cached_tokens == 64
     assert usage.output_tokens_details.reasoning_tokens == 5
+
+
+def test_the_whole_history_without_ids_continues_one_conversation(w: World) -> None:
+    """As Codex sends it: instructions and the whole history each time, no ids (the history
+    index finds the conversation, API-1)."""
+    client = w.sdk()
+    history: list[dict[str, Any]] = []
+    conversations = set()
+    for i in range(3):
+        history.append({"role": "user", "content": f"Step {i} of the plan, please."})
+        w.model.reply(f"Done with step {i}.")
+        raw = client.responses.with_raw_response.create(
+            model="fake",
+            instructions="You are Codex.",
+            input=history,  # type: ignore[arg-type]
+        )
+        conversations.add(raw.headers[HEADER])
+        history.append({"role": "assistant", "content": raw.parse().output_text})
+    assert len(conversations) == 1
+    stored = w.stored(conversations.pop())
+    assert [m["content"] for m in stored][:3] == [
+        "You are Codex.",
+        "Step 0 of the plan, please.",
+        "Done with step 0.",
+    ]
+    assert len(stored) == 7  # the instructions once, each message once
