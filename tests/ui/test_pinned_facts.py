@@ -63,28 +63,34 @@ def test_ctx24_select_text_remember_always_then_it_is_in_the_window_and_the_next
 def test_ctx24_the_summary_view_offers_remember_always_per_kept_fact(
     alice: Any, server: Server, profiles: Any, model: FakeModelServer
 ) -> None:
-    """With the fact guard's ``facts_kept`` in ``GET …/summary`` (here added to the real
-    answer on its way to the page), each kept fact can be pinned from the summary view."""
+    """The fact guard kept an order number the summariser left out (CTX-24): the summary
+    view offers "Remember always" for it, and it becomes a pinned fact."""
     with server.api("alice") as api:
-        c = make_conversation(api, profiles["paid"]["id"], pairs=3, title="Kept facts")
-        model.reply("Goal: topics. Kept verbatim: topic 0 is interesting.")
+        c = make_conversation(api, profiles["paid"]["id"], title="Kept facts")
+        for role, text in (
+            ("user", "My order is ORD-58213, please track it."),
+            ("assistant", "Tracking it."),
+            ("user", "Thanks."),
+            ("assistant", "You are welcome."),
+        ):
+            said = api.post(
+                f"/api/v1/conversations/{c['id']}/messages", json={"role": role, "content": text}
+            )
+            assert said.status_code == 201, said.text
+        model.reply("Goal: tracking an order.")
         assert api.post(f"/api/v1/conversations/{c['id']}/compact", json={}).status_code == 200
-        first = api.get(f"/api/v1/conversations/{c['id']}/messages").json()["items"][1]["id"]
-    kept = {"text": "Answer 0: topic 0 is interesting.", "message_id": first}
+        summary = api.get(f"/api/v1/conversations/{c['id']}/summary").json()
+    (kept,) = [f for f in summary["facts_kept"] if f["text"] == "ORD-58213"]
+    first = kept["message_id"]
 
-    def with_kept(route: Any) -> None:
-        body = route.fetch().json()
-        route.fulfill(json={**body, "facts_kept": [kept], "facts_dropped": []})
-
-    alice.route(f"**/api/v1/conversations/{c['id']}/summary", with_kept)
     open_chat(alice, server, c)
     marker = alice.locator(".compaction-marker")
     marker.get_by_role("button", name="Show summary").click()
     pins = marker.locator(".summary-facts .kept-fact")
-    expect(pins).to_have_count(1)
-    expect(pins.first).to_contain_text(kept["text"])
-    pins.first.get_by_role("button", name=f"Remember always: {kept['text']}").click()
-    expect(pins.first.get_by_role("button", name=f"Remember always: {kept['text']}")).to_have_text(
+    expect(pins).to_have_count(len(summary["facts_kept"]))
+    fact = pins.filter(has_text=kept["text"])
+    fact.get_by_role("button", name=f"Remember always: {kept['text']}").click()
+    expect(fact.get_by_role("button", name=f"Remember always: {kept['text']}")).to_have_text(
         "Remembered"
     )
     with server.api("alice") as api:
