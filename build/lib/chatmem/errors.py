@@ -7,7 +7,7 @@ Hierarchy (every class; two live beside the one rule that raises them, named her
     ├── InvalidInput                  invalid_input
     │   └── ImportFormatError         invalid_input    (malformed or foreign export file)
     ├── PayloadTooLarge               payload_too_large (an image over its size bound)
-    ├── TooLarge                      too_large        (an app's model context over its bound)
+    ├── TooLarge                      too_large        (app context, pinned facts: CTX-24)
     ├── UploadTimedOut                request_timeout  (an upload slower than its time bound)
     ├── Unauthorized                  unauthorized
     ├── Forbidden                     forbidden
@@ -79,13 +79,15 @@ class PayloadTooLarge(ChatmemError):
 
 
 class TooLarge(ChatmemError):
-    """APPS-3: an app's model context is more tokens than it may take; nothing was stored."""
+    """APPS-3: an app's model context is more tokens than it may take; CTX-24: so would the
+    pinned facts be.  Nothing was stored."""
 
     code = "too_large"
 
-    def __init__(self, tokens: int, limit: int) -> None:
+    def __init__(self, tokens: int, limit: int, *, message: str | None = None) -> None:
         super().__init__(
-            f"The app's context is {tokens:,} tokens; an app may give the model at most "
+            message
+            or f"The app's context is {tokens:,} tokens; an app may give the model at most "
             f"{limit:,}. Nothing was stored.",
             tokens=tokens,
             limit=limit,

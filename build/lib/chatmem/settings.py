@@ -2,7 +2,8 @@
 
 One :class:`Settings` object is built at the edge (CLI or test) and passed in; nothing in
 chatmem reads the environment at import time.  Every field carries help text, and a test
-checks that every field is documented in the README.
+checks that every field is documented (docs/reference/settings.md, generated from this
+class by docs/gen_reference.py).
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ class Settings(BaseSettings):
         default=None, description="Message quota per conversation (overrides the preset)."
     )
     max_body_bytes: int = Field(
-        default=8 * 1024 * 1024, description="Largest accepted JSON request body, in bytes."
+        default=8 * 1024 * 1024,
+        description="Largest accepted request body (JSON or an uploaded file; imports have "
+        "their own bound), in bytes.",
     )
     max_json_depth: int = Field(
         default=64,
@@ -207,7 +210,9 @@ class Settings(BaseSettings):
         ),
     )
     secure_cookies: bool = Field(
-        default=False, description="Mark the session cookie Secure (set behind HTTPS)."
+        default=False,
+        description="Mark the session cookie Secure (set behind HTTPS); also sends "
+        "Strict-Transport-Security.",
     )
     log_level: str = Field(default="INFO", description="Logging level.")
     log_format: Literal["text", "json"] = Field(
@@ -240,9 +245,10 @@ class Settings(BaseSettings):
     )
     trusted_proxies: str = Field(
         default="",
-        description="Comma-separated addresses or networks of reverse proxies whose "
-        "X-Forwarded-For names the client for sign-in throttling (* for any). Empty: the "
-        "connection's address.",
+        description="Comma-separated addresses or networks of reverse proxies (* for any) "
+        "whose X-Forwarded-For names the client (sign-in throttling) and whose "
+        "X-Forwarded-Proto names the scheme (https behind a TLS proxy: redirects, app frames). "
+        "Empty: both headers are ignored; the connection's address and scheme count (OPS-4).",
     )
 
     def sqlalchemy_url(self) -> str:

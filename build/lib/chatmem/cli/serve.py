@@ -75,5 +75,8 @@ def register(app: typer.Typer) -> None:
             log_level=settings.log_level.lower(),
             log_config=None,  # configure_logging's handler, for uvicorn's lines too
             access_log=False,  # web.observe writes the access lines, with request ids
-            proxy_headers=False,
+            # X-Forwarded-For/-Proto only from the reverse proxies named (OPS-4): uvicorn
+            # then takes the client's address and the scheme from them; else from the socket.
+            proxy_headers=bool(settings.trusted_proxies.strip()),
+            forwarded_allow_ips=settings.trusted_proxies.strip() or None,
         )

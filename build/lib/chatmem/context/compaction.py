@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from chatmem.context.fact_guard import FactGuard
 from chatmem.context.prices import cost, summarizer_price_for
 from chatmem.context.tokens import MESSAGE_OVERHEAD, Tokenizer
 from chatmem.context.values import InstructionsRole, Message, Profile, Summary
@@ -119,6 +120,9 @@ class SummaryRound:
     piece: tuple[int, int] | None  # (k, n): piece k of n of one long pair
     input_tokens: int
     estimated_cost: float
+    #: CTX-24: what a committed round's answer is checked against before it is stored
+    #: (:meth:`FactGuard.apply` gives the text to store); None for an intermediate piece.
+    guard: FactGuard | None = None
 
 
 def instruction_tokens(tokenizer: Tokenizer) -> int:

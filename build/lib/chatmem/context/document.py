@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from chatmem.context.errors import PlanInputError
+from chatmem.context.pinned_facts import MAX_FACT_CHARS, MAX_FACTS, render_pinned_facts
 from chatmem.context.tokens import TOKENIZER_NAMES
 from chatmem.context.values import (
     INSTRUCTIONS_ROLES,
@@ -27,6 +28,7 @@ from chatmem.context.values import (
     FileState,
     Message,
     Mode,
+    PinnedFacts,
     Prices,
     Profile,
     Role,
@@ -63,6 +65,7 @@ CONVERSATION_KEYS = frozenset(
         "versions",
         "project",
         "recall",  # issue 17: the recall switch, when set
+        "facts",  # CTX-24: the pinned facts
     }
 )
 # ``tokens``, ``seq`` and ``meta``: what an archive keeps of a message (restored as it was);
@@ -95,6 +98,8 @@ FILE_KEYS = frozenset(
 #: PROJ-1: a conversation's project, with its files and this conversation's state of each.
 PROJECT_KEYS = frozenset({"id", "name", "instructions", "files"})
 PROJECT_FILE_KEYS = frozenset({"id", "name", "content", "state", "created_at"})
+#: CTX-24: a pinned fact ("Remember always"); ``message_id``: the message it was picked from.
+FACT_KEYS = frozenset({"id", "text", "created_at", "message_id"})
 PROFILE_KEYS = frozenset(
     {
         "context_window",
@@ -319,6 +324,7 @@ def _exported(value: Any, where: str) -> ExportedConversation:
         instructions=instructions,
         tools=tuple(tools),
         project_instructions=project_instructions,
+        pinned_facts=_pinned_facts(obj.get("facts"), f"{where}.facts"),
     )
     return ExportedConversation(
         id=conv_id,
@@ -397,6 +403,30 @@ def _files(obj: Mapping[str, Any], where: str, ids: set[str]) -> list[File]:
             )
         )
     return files
+
+
+def _pinned_facts(value: Any, where: str) -> PinnedFacts | None:
+    """CTX-24: the pinned facts (oldest first), sent as one message; the offline plan counts
+    it.  Bounded as the API bounds them."""
+    if value is None:
+        return None
+    items = _list(value, where)
+    if len(items) > MAX_FACTS:
+        raise _fail(where, f"at most {MAX_FACTS} pinned facts, got {len(items)}")
+    texts = []
+    for k, item in enumerate(items):
+        here = f"{where}[{k}]"
+        fact = _mapping(item, here, FACT_KEYS)
+        text = cast(str, _str(fact, "text", here)).strip()
+        if not text:
+            raise _fail(f"{here}.text", "a pinned fact is not empty")
+        if len(text) > MAX_FACT_CHARS:
+            raise _fail(f"{here}.text", f"a pinned fact is at most {MAX_FACT_CHARS:,} characters")
+        # The message it was picked from; it may be gone (a fact outlives its message).
+        _str(fact, "message_id", here, required=False)
+        _str(fact, "created_at", here, required=False)
+        texts.append(text)
+    return PinnedFacts(render_pinned_facts(texts)) if texts else None
 
 
 def _project(value: Any, where: str) -> tuple[str, list[File]]:

@@ -48,6 +48,7 @@ from chatmem.context.compaction import (
     transcript_line,
 )
 from chatmem.context.errors import EngineError
+from chatmem.context.fact_guard import FactGuard, Guarded
 from chatmem.context.history import find_backward, tokens_between
 from chatmem.context.modes import effective_mode
 from chatmem.context.plan import _plan, manual_fold
@@ -152,10 +153,12 @@ class _Progress:
     folded: int = 0
     stored: Summary | None = None
 
-    def store(self, text: str, first: int, stop: int, rounds: _Rounds) -> None:
-        """The round's answer becomes the summary, covering the messages up to ``stop``."""
+    def store(self, text: str, guard: FactGuard, first: int, stop: int, rounds: _Rounds) -> None:
+        """The round's answer, guarded (CTX-24), becomes the summary, covering the messages
+        up to ``stop``."""
         through = rounds.messages[stop - 1].id
-        self.stored = _summary(self.conv, text, through, rounds.focus, rounds.tok)
+        guarded = guard.apply(text)
+        self.stored = _summary(self.conv, guarded, through, rounds.focus, rounds.tok)
         self.conv = replace(self.conv, summary=self.stored)
         self.folded += stop - first
 
@@ -174,6 +177,7 @@ def _fold_to(
         if lines:
             progress.number += 1
             input_tokens = instruction_tokens(tok) + running_tokens + used
+            guard = fact_guard(rounds, running, pos, stop)
             text = yield SummaryRound(
                 prompt=summariser_prompt(
                     rounds.profile.instructions_role,
@@ -192,8 +196,9 @@ def _fold_to(
                 piece=None,
                 input_tokens=input_tokens,
                 estimated_cost=round_cost(rounds.profile, input_tokens),
+                guard=guard,
             )
-            progress.store(text, pos, stop, rounds)
+            progress.store(text, guard, pos, stop, rounds)
             pos = stop
             continue
         if stop >= goal:
@@ -201,8 +206,9 @@ def _fold_to(
             break
         end = pair_end(rounds.messages, stop, goal)
         running_text = running.text if running is not None else None
-        text = yield from _pieces(rounds, progress, running_text, pos, stop, end, goal)
-        progress.store(text, pos, end, rounds)
+        guard = fact_guard(rounds, running, pos, end)
+        text = yield from _pieces(rounds, progress, running_text, (pos, stop, end), goal, guard)
+        progress.store(text, guard, pos, end, rounds)
         pos = end
 
 
@@ -236,13 +242,14 @@ def _pieces(
     rounds: _Rounds,
     progress: _Progress,
     interim: str | None,
-    first: int,
-    start: int,
-    end: int,
+    span: tuple[int, int, int],
     goal: int,
+    guard: FactGuard,
 ) -> Generator[SummaryRound, str, str]:
-    """One pair (``start`` to ``end``) longer than a round: its transcript in pieces, each
-    round carrying the summary so far (CTX-21).  Returns the last round's answer."""
+    """One pair (``start`` to ``end`` of ``span``, the fold from ``first``) longer than a
+    round: its transcript in pieces, each round carrying the summary so far (CTX-21).
+    Returns the last round's answer (the one ``guard`` checks)."""
+    first, start, end = span
     profile, tok, focus, messages = rounds.profile, rounds.tok, rounds.focus, rounds.messages
     transcript = "\n\n".join(transcript_line(m) for m in messages[start:end])
     offset = 0
@@ -274,6 +281,7 @@ def _pieces(
             piece=(k, pieces),
             input_tokens=input_tokens,
             estimated_cost=round_cost(profile, input_tokens),
+            guard=guard if last else None,
         )
     assert interim is not None
     return interim
@@ -317,10 +325,33 @@ def _rounds_left(profile: Profile, tok: Tokenizer, remaining: int, focus: str | 
     return rounds
 
 
+def fact_guard(rounds: _Rounds, running: Summary | None, first: int, stop: int) -> FactGuard:
+    """The guard of the round folding messages ``first`` to ``stop`` (CTX-24): their facts
+    and those the running summary kept or dropped."""
+    carried = (*running.held, *running.kept, *running.dropped) if running is not None else ()
+    unlisted = running.dropped_count - len(running.dropped) if running is not None else 0
+    return FactGuard(
+        carried=carried,
+        messages=tuple(rounds.messages[first:stop]),
+        cap=summary_cap(rounds.profile),
+        tokenizer=rounds.tok,
+        carried_dropped=max(0, unlisted),
+    )
+
+
 def _summary(
-    conversation: Conversation, text: str, through: str, focus: str | None, tok: Tokenizer
+    conversation: Conversation, guarded: Guarded, through: str, focus: str | None, tok: Tokenizer
 ) -> Summary:
     previous = conversation.summary
     version = previous.version + 1 if previous is not None else 1
-    summary = Summary(text=text, through=through, version=version, focus=focus)
+    summary = Summary(
+        text=guarded.text,
+        through=through,
+        version=version,
+        focus=focus,
+        kept=guarded.kept,
+        dropped=guarded.dropped,
+        dropped_count=guarded.dropped_count,
+        held=guarded.held,
+    )
     return replace(summary, tokens=summary_tokens(summary, tok))

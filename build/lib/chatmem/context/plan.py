@@ -7,8 +7,10 @@ draft, same plan.  It never calls a model, reads a file or the environment.
 
 1. The mode actually used is :func:`~chatmem.context.modes.effective_mode` (CTX-7).
 2. Fixed parts are counted: instructions, tool definitions (CTX-1), an app's model context
-   (APPS-3, its cached count), the summary when the mode sends it (CTX-9), pinned files (CTX-16), the current turn (``turn_start`` onwards, always
-   sent, TURN-5/CTX-13) and the draft (the newest user message, CTX-17).
+   (APPS-3, its cached count), the summary when the mode sends it (CTX-9), the pinned facts
+   (CTX-24, their cached count: in every mode, never folded), pinned files (CTX-16), the
+   current turn (``turn_start`` onwards, always sent, TURN-5/CTX-13) and the draft (the
+   newest user message, CTX-17).
 3. The mode picks history newest-first within ``window - answer reserve - fixed parts``
    (``modes.py``), using cached per-message counts (CTX-2): the walk stops at the summary
    boundary or when the budget is spent, so cost follows the window, not the history.
@@ -104,6 +106,7 @@ from chatmem.context.values import (
     Message,
     MessageStatus,
     Mode,
+    PinnedFacts,
     Profile,
     Summary,
 )
@@ -159,11 +162,12 @@ class _Fixed:
     draft: int
     pinned: int
     apps: int  # an app's model context (APPS-3)
+    facts: int  # the pinned facts (CTX-24)
 
     @property
     def always(self) -> int:
         """What every request carries before history and the turn (CTX-21)."""
-        return self.instructions + self.tools + self.apps + self.draft + self.pinned
+        return self.instructions + self.tools + self.apps + self.facts + self.draft + self.pinned
 
 
 @dataclass(slots=True)
@@ -340,6 +344,7 @@ def _fixed_parts(frame: _Frame, draft: str | None) -> _Fixed:
         draft=MESSAGE_OVERHEAD + tok.count(draft) if draft else 0,
         pinned=sum(file_tokens(f, tok) for f in pinned),
         apps=_app_context_tokens(conversation.app_context, tok),
+        facts=_pinned_facts_tokens(conversation.pinned_facts, tok),
     )
 
 
@@ -350,6 +355,13 @@ def _app_context_tokens(context: AppContext | None, tok: Tokenizer) -> int:
     return (
         context.tokens if context.tokens is not None else MESSAGE_OVERHEAD + tok.count(context.text)
     )
+
+
+def _pinned_facts_tokens(facts: PinnedFacts | None, tok: Tokenizer) -> int:
+    """CTX-24: the pinned facts' cached count (counted here only when none was cached)."""
+    if facts is None or not facts.text:
+        return 0
+    return facts.tokens if facts.tokens is not None else MESSAGE_OVERHEAD + tok.count(facts.text)
 
 
 def _current_turn(
@@ -490,8 +502,8 @@ def _request_messages(
     draft: str | None,
     draft_riders: Sequence[Rider],
 ) -> list[dict[str, Any]]:
-    """The request as sent: instructions, an app's context, the summary (or the one the fold will write),
-    files, the history, the turn and the draft."""
+    """The request as sent: instructions, an app's context, the summary (or the one the fold
+    will write), the pinned facts, files, the history, the turn and the draft."""
     conversation, role = frame.conversation, frame.profile.instructions_role
     sent: list[dict[str, Any]] = []
     if conversation.project_instructions:
@@ -505,6 +517,9 @@ def _request_messages(
         sent.append({"role": role, "content": f"{SUMMARY_HEADER}\n\n{pending}"})
     elif frame.summary is not None:
         sent.append(summary_message(frame.summary, role))
+    facts = conversation.pinned_facts
+    if facts is not None and facts.text:  # CTX-24: with the summary, in every mode
+        sent.append({"role": role, "content": facts.text})
     sent.extend(file_block(f, role) for f in sent_files)
     sent.extend(memory.chosen.sent)
     if frame.mode == "window":
@@ -522,7 +537,16 @@ def _breakdown(
     frame: _Frame, fixed: _Fixed, *, summary: int, messages: int, files: int, images: int
 ) -> Breakdown:
     """Step 5 (CTX-18): ``used`` is everything sent; ``used + reserve + free = window``."""
-    used = fixed.instructions + fixed.tools + fixed.apps + summary + messages + files + images
+    used = (
+        fixed.instructions
+        + fixed.tools
+        + fixed.apps
+        + fixed.facts
+        + summary
+        + messages
+        + files
+        + images
+    )
     window, reserve = frame.profile.context_window, frame.profile.answer_reserve
     return Breakdown(
         instructions=fixed.instructions,
@@ -532,6 +556,7 @@ def _breakdown(
         files=files,
         images=images,
         apps=fixed.apps,
+        facts=fixed.facts,
         reserve=reserve,
         free=max(0, window - used - reserve),
         used=used,

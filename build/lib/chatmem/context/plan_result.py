@@ -48,6 +48,8 @@ class Breakdown:
     window: int
     #: APPS-3: an app's model context (the "Apps" row).
     apps: int = 0
+    #: CTX-24: the pinned facts (the "Pinned facts" row).
+    facts: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class Plan:
                 "files": t.files,
                 "images": t.images,
                 "apps": t.apps,
+                "facts": t.facts,
                 "reserve": t.reserve,
                 "free": t.free,
                 "used": t.used,

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from chatmem.context import policy
+from chatmem.context.facts import FactKind
 
 Role = Literal["user", "assistant", "system", "tool"]
 Mode = Literal["off", "economy", "full", "window"]
@@ -48,6 +50,21 @@ class Message:
     excluded: bool = False
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    #: When it was written (the fact guard dates the facts it keeps, CTX-24); None: unknown.
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Fact:
+    """CTX-24: a hard fact of a stored message, as the fact guard keeps or drops it."""
+
+    text: str
+    kind: FactKind
+    message_id: str
+    role: str
+    at: datetime | None = None
+    #: How many times the conversation stated it (the cap keeps the more repeated first).
+    repeats: int = 1
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,13 @@ class Summary:
     version: int = 1
     focus: str | None = None
     tokens: int | None = None
+    #: CTX-24: the facts its kept section holds, and those the cap left out (listed, and
+    #: how many in all); they carry over into the next summary's round.
+    kept: tuple[Fact, ...] = ()
+    dropped: tuple[Fact, ...] = ()
+    dropped_count: int = 0
+    #: The facts of the messages it covers that its own words hold (checked again next round).
+    held: tuple[Fact, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +121,17 @@ class AppContext:
     """APPS-3: what an MCP App asked the model to know (``ui/update-model-context``), as the
     text sent (naming the app's tool) and its cached count, per-message overhead included
     (CTX-2: counted when stored, never here).  ``tokens`` None: count it (the offline path)."""
+
+    text: str
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class PinnedFacts:
+    """CTX-24: the facts the user pinned ("Remember always"), as the one message sent for
+    them (:func:`chatmem.context.pinned_facts.render_pinned_facts`) and its cached count,
+    per-message overhead included (CTX-2: counted when they change, never here).  ``tokens``
+    None: count it (the offline path)."""
 
     text: str
     tokens: int | None = None
@@ -178,3 +213,5 @@ class Conversation:
     project_instructions: str = ""
     #: APPS-3: an app's model context, sent after the instructions (an "Apps" row, CTX-18).
     app_context: AppContext | None = None
+    #: CTX-24: the pinned facts, sent after the summary in every request (a "Facts" row).
+    pinned_facts: PinnedFacts | None = None

@@ -11,7 +11,8 @@ validated by the engine's own reader (``chatmem.context.document.conversation_fr
 so import accepts exactly what ``chatmem context plan`` accepts), then checked field by field
 for what the store needs beyond the engine and becomes an :class:`ImportedConversation`; a mistake names the
 conversation and the field.  Besides the CONTRACT fields the reader accepts what the writer
-adds for a lossless round trip: ``summaries`` (history, oldest first), ``created_at`` /
+adds for a lossless round trip: ``summaries`` (history, oldest first), ``facts`` (the pinned
+facts, CTX-24), ``created_at`` /
 ``updated_at``, ``tool_calls`` / ``tool_call_id`` and ``reasoning`` (a reasoning model's
 thinking before the answer) on messages.  A summary's ``through`` may be
 null: a conversation continued from another one's summary (CTX-23) starts with a summary
@@ -175,8 +176,19 @@ def native_conversation(item: Mapping[str, Any]) -> ImportedConversation:
             "recall": check.boolean(item, "recall") if item.get("recall") is not None else None,
             # PROJ-1: checked with the format above (the engine's reading of it)
             "project": item.get("project"),
+            # CTX-24: the pinned facts, checked with the format above
+            "facts": tuple(_fact(f, check) for f in check.objects(item, "facts")),
         },
     )
+
+
+def _fact(data: Mapping[str, Any], check: _Check) -> dict[str, Any]:
+    """CTX-24: a pinned fact as the importer stores it (text trimmed as the API keeps it)."""
+    return {
+        "text": (check.string(data, "text", required=True) or "").strip(),
+        "message_id": check.string(data, "message_id"),
+        "created_at": check.time(data, "created_at"),
+    }
 
 
 def _message(data: Mapping[str, Any], parent: _Check) -> ImportedMessage:

@@ -31,6 +31,7 @@ from chatmem.context.prices import MAX_PRICE_PER_MTOK, SNAPSHOT, PriceInfo, vali
 from chatmem.context.values import INSTRUCTIONS_ROLES, Profile, default_answer_reserve
 from chatmem.errors import Forbidden, InvalidInput, NotFound
 from chatmem.models.client import ModelEndpoint
+from chatmem.models.request_options import checked_profile_options
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox, profile_aad
 from chatmem.store import profiles as store
@@ -71,6 +72,8 @@ EDITABLE = (
     "recall",
     "image_tokens",
     "auto_rank",  # USE-4: Auto's order among the user's own profiles (or an admin's, shared)
+    "request_defaults",  # issue 29: request parameters when the client sent none
+    "request_pins",  # ... and whatever it sent
 )
 
 #: CTX-22: the numeric memory knobs and the ranges a profile may set (inclusive).  The answer
@@ -88,6 +91,8 @@ KNOB_RANGES: Mapping[str, tuple[int | float, int | float]] = {
 #: The knobs a NULL column leaves to the engine's fixed default (the answer reserve, whose
 #: default follows the window, is kept apart).
 KNOBS: tuple[str, ...] = (*KNOB_RANGES, "instructions_role")
+#: Issue 29: the request parameters a profile sets (``chatmem.models.request_options``).
+REQUEST_OPTION_FIELDS = ("request_defaults", "request_pins")
 #: The engine's defaults, read from its :class:`Profile` so the two never disagree.
 KNOB_DEFAULTS: Mapping[str, Any] = {
     f.name: f.default for f in dataclass_fields(Profile) if f.name in KNOBS
@@ -208,6 +213,8 @@ def _checked(
                 value = str(value or "").strip()
                 if not value:
                     raise InvalidInput(f"{name}: must not be empty")
+            if name in REQUEST_OPTION_FIELDS:
+                value = checked_profile_options(name, value)
             changes[name] = value
     if changes.get("shared") and not user.is_admin:
         raise Forbidden("Only administrators can publish shared profiles.")

@@ -67,6 +67,10 @@ class ToolCallEvent:
 class Usage:
     prompt_tokens: int
     completion_tokens: int
+    #: ``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.
+    #: reasoning_tokens`` when the provider reported them (None: it did not say).
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,24 @@ def usage_of(payload: Any) -> Usage | None:
     usage = payload.get("usage") if isinstance(payload, dict) else None
     if not isinstance(usage, dict):
         return None
-    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    return Usage(
+        _count(usage.get("prompt_tokens")) or 0,
+        _count(usage.get("completion_tokens")) or 0,
+        _detail(usage, "prompt_tokens_details", "cached_tokens"),
+        _detail(usage, "completion_tokens_details", "reasoning_tokens"),
+    )
+
+
+def _count(value: Any) -> int | None:
+    """A token count as reported (None: absent, or not a count)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return None
+    return int(value)
+
+
+def _detail(usage: Mapping[str, Any], group: str, key: str) -> int | None:
+    details = usage.get(group)
+    return _count(details.get(key)) if isinstance(details, dict) else None
 
 
 @dataclass

@@ -39,6 +39,8 @@ class UserRecord:
     is_admin: bool
     disabled: bool
     locale: str | None
+    #: The colour theme chosen ("light", "dark"); None: the system's.
+    theme: str | None
     evicted_conversations: int
     evicted_messages: int
     #: USE-5: the user's own limits (None: the deployment's).
@@ -148,6 +150,16 @@ def set_locale(session: Session, user_id: str, locale: str | None) -> UserRecord
     """The user's interface language (PROJ-4; None: the browser's) is ``locale`` from now
     on; returns the user as it now is."""
     session.execute(update(User).where(User.id == user_id).values(locale=locale))
+    user = user_by_id(session, user_id)
+    if user is None:  # pragma: no cover - the caller holds the signed-in user
+        raise NotFound("user")
+    return user
+
+
+def set_theme(session: Session, user_id: str, theme: str | None) -> UserRecord:
+    """The user's colour theme ("light", "dark"; None: the system's) is ``theme`` from now
+    on; returns the user as it now is."""
+    session.execute(update(User).where(User.id == user_id).values(theme=theme))
     user = user_by_id(session, user_id)
     if user is None:  # pragma: no cover - the caller holds the signed-in user
         raise NotFound("user")

@@ -64,7 +64,13 @@ from chatmem.security.private_dir import make_private_dir, open_private
 from chatmem.settings import Settings
 from chatmem.store.db import Database
 from chatmem.store.exchange.exporter import export_stream
-from chatmem.store.exchange.importer import file_rows, message_rows, summary_rows, version_rows
+from chatmem.store.exchange.importer import (
+    fact_rows,
+    file_rows,
+    message_rows,
+    summary_rows,
+    version_rows,
+)
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.search import insert_messages
 from chatmem.store.tables.accounts import User
@@ -78,6 +84,7 @@ from chatmem.store.tables.conversations import (
     MessageVersion,
     Summary,
 )
+from chatmem.store.tables.pinned_facts import PinnedFactBlockRow, PinnedFactRow
 from chatmem.store.tables.runs import Run
 from chatmem.store.types import is_own_id, iso, new_id, utcnow
 
@@ -334,7 +341,15 @@ class Archiver:
                 self._verify(stored_blob, sha)
                 self._step("archive", "verified")
             conversation.archived_at = utcnow()
-            for table in (File, Summary, MessageVersion, Message):
+            conversation.has_pinned_facts = False  # CTX-24: they travel in the archive
+            for table in (
+                File,
+                Summary,
+                MessageVersion,
+                Message,
+                PinnedFactRow,
+                PinnedFactBlockRow,
+            ):
                 session.execute(delete(table).where(table.conversation_id == conversation_id))
         self._step("archive", "committed")
         with self.db.session() as session:
@@ -507,6 +522,9 @@ class Archiver:
             kept = list(version_rows(imported, conversation_id, mids, now))  # PROJ-3
             if kept:
                 session.execute(insert(MessageVersion), kept)
+            for table, row in fact_rows(imported, conversation_id, mids, now):  # CTX-24
+                session.execute(insert(table), [row])
+                conversation.has_pinned_facts = True
             _check_room(session, user_id, limits)
             conversation.archived_at = None
             session.execute(delete(Archive).where(Archive.conversation_id == conversation_id))

@@ -37,14 +37,17 @@ from chatmem.context.values import AppContext as EngineAppContext
 from chatmem.context.values import Conversation as EngineConversation
 from chatmem.context.values import File as EngineFile
 from chatmem.context.values import Message as EngineMessage
+from chatmem.context.values import PinnedFacts as EnginePinnedFacts
 from chatmem.context.values import Summary as EngineSummary
 from chatmem.context.values import ToolCall
 from chatmem.store import projects
 from chatmem.store.db import connection_of
+from chatmem.store.fact_records import read_record
 from chatmem.store.profiles import PROFILE_COLUMNS, ProfileRecord, profile_from_columns
 from chatmem.store.tables.accounts import User
 from chatmem.store.tables.app_context import AppContextRow
 from chatmem.store.tables.conversations import Conversation, File, Message, Summary
+from chatmem.store.tables.pinned_facts import PinnedFactBlockRow
 from chatmem.store.tables.profiles import McpServer, ModelProfile
 from chatmem.store.tables.projects import Project
 from chatmem.store.tables.runs import UsageRow
@@ -98,6 +101,7 @@ def _message_value(row: Any, tokens_column: str, scale: Scale = NO_SCALE) -> Eng
             for c in (row.tool_calls or ())
         ),
         tool_call_id=row.tool_call_id,
+        at=row.created_at,
     )
 
 
@@ -191,6 +195,7 @@ def _page_columns(tokens_column: str) -> tuple[Any, ...]:
         Message.excluded,
         Message.tool_calls,
         Message.tool_call_id,
+        Message.created_at,
     )
 
 
@@ -415,6 +420,8 @@ class StepConversation:
     own_limits: tuple[float | None, float | None] = (None, None)
     #: APPS-3: whether an app set a model context (read only then).
     app_context: bool = False
+    #: CTX-24: whether the user pinned facts (read only then).
+    pinned_facts: bool = False
 
 
 _STEP = (
@@ -427,6 +434,7 @@ _STEP = (
         Conversation.recall,
         Conversation.project_id,
         Conversation.has_app_context,
+        Conversation.has_pinned_facts,
         User.session_limit_usd,
         User.week_limit_usd,
         *message_bounds(bindparam("cid")),
@@ -468,6 +476,7 @@ def step_conversation(
         project_id=row.project_id,
         own_limits=(row.session_limit_usd, row.week_limit_usd),
         app_context=bool(row.has_app_context),
+        pinned_facts=bool(row.has_pinned_facts),
     )
 
 
@@ -579,6 +588,8 @@ def load_engine_conversation(
     calibration: float = 1.0,
     project_id: str | None = None,
     has_app_context: bool = True,
+    with_facts: bool = False,
+    has_pinned_facts: bool = True,
 ) -> EngineConversation:
     """The engine's view of a stored conversation, with counts for ``tokenizer``.
 
@@ -590,7 +601,10 @@ def load_engine_conversation(
     every cached count (messages, the summary, files) as the calibrated tokenizer applies it
     to new text.  ``project_id``: the conversation's project (PROJ-1), whose instructions
     and files (with the conversation's own states) join the conversation's.
-    ``has_app_context`` False: no app set a model context (APPS-3), so it is not read."""
+    ``has_app_context`` False: no app set a model context (APPS-3), so it is not read;
+    ``has_pinned_facts`` False: the user pinned no facts (CTX-24), so they are not read.
+    ``with_facts``: the summary carries the fact guard's record (CTX-24), which only a fold
+    reads; a plan alone (the context endpoint, on every keystroke) does without it."""
     column = column_for(tokenizer)
     connection = connection_of(session)
     fill_uncounted(connection, conversation_id, column)  # once per message, then stored
@@ -604,12 +618,18 @@ def load_engine_conversation(
         # A summary whose last covered message was evicted by the quota covers nothing left.
         or messages.position_of(summary_row.through_message_id) is not None
     ):
+        # CTX-24: what the guard kept or dropped carries over into the next fold's rounds.
+        record = read_record(summary_row.facts if with_facts else None)
         summary = EngineSummary(
             text=summary_row.text,
             through=summary_row.through_message_id,
             version=summary_row.version,
             focus=summary_row.focus,
             tokens=scale.apply(getattr(summary_row, column)),
+            kept=record.kept,
+            dropped=record.dropped,
+            dropped_count=record.dropped_count,
+            held=record.held,
         )
     files = [
         EngineFile(
@@ -654,6 +674,15 @@ def load_engine_conversation(
         ).first()
         if found is not None:
             app_context = EngineAppContext(found[0], scale.apply(found[1]))
+    pinned_facts = None
+    if has_pinned_facts:
+        block = connection.execute(
+            select(PinnedFactBlockRow.text, getattr(PinnedFactBlockRow, column)).where(
+                PinnedFactBlockRow.conversation_id == conversation_id
+            )
+        ).first()
+        if block is not None:
+            pinned_facts = EnginePinnedFacts(block[0], scale.apply(block[1]))
     return EngineConversation(
         messages=messages,
         summary=summary,
@@ -662,4 +691,5 @@ def load_engine_conversation(
         tools=tools,
         project_instructions=project_instructions,
         app_context=app_context,
+        pinned_facts=pinned_facts,
     )

@@ -65,6 +65,9 @@ class ProfileRecord:
     recall: bool | None
     #: USE-4: the order Auto tries shared profiles in (None: never picked).
     auto_rank: int | None
+    #: Issue 29: request parameters used when the client sent none / whatever it sent.
+    request_defaults: dict[str, Any] | None
+    request_pins: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
 

@@ -21,9 +21,11 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from chatmem.context.facts import contains, fact_key, normalise
 from chatmem.errors import InvalidInput, NothingToCompress
 from chatmem.store.accounts import Account
 from chatmem.store.conversations import ConversationRecord, create_conversation
+from chatmem.store.fact_records import EMPTY, FactRecord, read_record
 from chatmem.store.quotas import Limits
 from chatmem.store.tables.conversations import TOKEN_COLUMNS, Summary
 from chatmem.store.token_counts import counts_for_text
@@ -60,6 +62,8 @@ class SummaryRecord:
     tokens_o200k: int
     tokens_cl100k: int
     created_at: datetime
+    #: CTX-24: what the fact guard kept verbatim and what the cap left out.
+    facts: FactRecord = EMPTY
 
 
 def _record(row: Summary) -> SummaryRecord:
@@ -78,6 +82,7 @@ def _record(row: Summary) -> SummaryRecord:
         row.tokens_o200k,
         row.tokens_cl100k,
         row.created_at,
+        read_record(row.facts),
     )
 
 
@@ -105,8 +110,19 @@ def checked_text(text: str) -> str:
     return text
 
 
+def edited_record(record: FactRecord, text: str) -> FactRecord:
+    """CTX-24 after an edit: the kept facts the user's text still holds stay kept (a fact
+    the user deleted is the user's decision, not the cap's: it is neither kept nor dropped,
+    and ``recall`` still finds it); what the cap left out stays left out."""
+    seen = normalise(text)
+    kept = tuple(fact for fact in record.kept if contains(seen, fact_key(fact.text)))
+    held = tuple(fact for fact in record.held if contains(seen, fact_key(fact.text)))
+    return FactRecord(kept, record.dropped, record.dropped_count, held)
+
+
 def edit_summary(session: Session, conversation: ConversationRecord, text: str) -> SummaryRecord:
-    """A new version with the user's text over the same messages as the current one."""
+    """A new version with the user's text over the same messages as the current one (the
+    fact guard's record as :func:`edited_record` says)."""
     text = checked_text(text)
     current = newest_summary(session, conversation.id)
     if current is None:
@@ -122,6 +138,7 @@ def edit_summary(session: Session, conversation: ConversationRecord, text: str) 
         cost=0.0,
         model=EDITED_BY_USER,
         created_at=utcnow(),
+        facts=edited_record(current.facts, text).stored(),
         **counts_for_text(text),
     )
     session.add(edited)
@@ -140,9 +157,10 @@ def add_summary(
     focus: str | None,
     cost: float,
     model: str | None,
+    facts: FactRecord = EMPTY,
 ) -> SummaryRecord:
-    """The next version of the conversation's summary (a compaction round's, CTX-12), as
-    stored."""
+    """The next version of the conversation's summary (a compaction round's, CTX-12, with
+    the fact guard's record, CTX-24), as stored."""
     version = (
         session.scalar(
             select(func.max(Summary.version)).where(Summary.conversation_id == conversation_id)
@@ -160,6 +178,7 @@ def add_summary(
         cost=cost,
         model=model,
         created_at=utcnow(),
+        facts=facts.stored(),
         **counts_for_text(text),
     )
     session.add(row)
@@ -186,6 +205,8 @@ def continue_in_new_conversation(
         "text": summary.text,
         "focus": summary.focus,
         "model": summary.model,
+        # CTX-24: the record travels with the text (its message ids name the source's).
+        "facts": summary.facts.stored(),
         **{column: getattr(summary, column) for column in TOKEN_COLUMNS.values()},
     }
     continued = create_conversation(

@@ -19,12 +19,14 @@ import anyio
 
 from chatmem.context import folding
 from chatmem.context.compaction import SummaryRound
+from chatmem.context.fact_guard import Guarded
 from chatmem.errors import ProviderError, ProviderUnreachable
 from chatmem.models.client import ModelClient
 from chatmem.models.clients import ModelClients
 from chatmem.settings import Settings
 from chatmem.store import ledger
 from chatmem.store.db import Database
+from chatmem.store.fact_records import FactRecord
 from chatmem.store.sessions import Session
 from chatmem.store.summaries import add_summary
 from chatmem.store.units import work
@@ -236,8 +238,11 @@ def _store_round(
     focus: str | None,
     cost: float,
 ) -> CompactionOutcome:
-    """One round's summary version and its ledger row, in one transaction (CTX-12)."""
-    text = answer.text
+    """One round's summary version and its ledger row, in one transaction (CTX-12); the
+    text stored is the answer as the fact guard completes it (CTX-24), the same text the
+    engine's fold goes on with."""
+    guarded = request.guard.apply(answer.text) if request.guard else Guarded(answer.text)
+    text = guarded.text
     row = add_summary(
         session,
         payer.conversation_id,
@@ -248,6 +253,7 @@ def _store_round(
         focus=focus,
         cost=cost,
         model=payer.target.model,
+        facts=FactRecord(guarded.kept, guarded.dropped, guarded.dropped_count, guarded.held),
     )
     payer.record(session, answer, cost)
     return CompactionOutcome(

@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem.context.values import ToolCall
+from chatmem.store.history_keys import CLIENT_TOOL, view_items
 from chatmem.store.messages import shown_messages
 from chatmem.store.sessions import Handle
 
-#: ``meta`` key marking a tool message as a client's tool result (it was sent, not made).
-CLIENT_TOOL = "client_tool"
+__all__ = ["CLIENT_TOOL", "Match", "Said", "StoredView", "client_view", "match_history"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,9 @@ class Said:
     content: str
     tool_call_id: str | None = None
     tool_calls: tuple[ToolCall, ...] = field(default=(), compare=False)
+    #: A user message's images (issue 29), stored with it when it is new; matching compares
+    #: the text alone, as the stored view shows it.
+    images: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
 
     def same_as(self, other: Said) -> bool:
         return (
@@ -100,23 +103,11 @@ def match_history(stored: Sequence[Said], incoming: Sequence[Said]) -> Match:
 def client_view(rows: Sequence[Any]) -> StoredView:
     """Stored messages (``role``, ``content``, ``tool_call_id``, ``meta``, ``id``, in order)
     as the client saw them: one assistant message per answer, server-side tool results
-    left out."""
-    view: list[Said] = []
-    last_user: str | None = None
-    for row in rows:
-        role, content = row.role, row.content or ""
-        meta = row.meta or {}
-        if role == "tool" and not meta.get(CLIENT_TOOL):
-            continue  # a tool chatmem called itself (MCP): not the client's business
-        if role == "assistant" and meta.get("failed"):
-            continue  # what a failed answer had said: the client got an error instead
-        if role == "assistant" and view and view[-1].role == "assistant":
-            view[-1] = Said("assistant", view[-1].content + content)
-            continue
-        if role == "user":
-            last_user = row.id
-        view.append(Said(role, content, row.tool_call_id))
-    return StoredView(tuple(view), last_user)
+    left out (the rules live with the history index, :func:`chatmem.store.history_keys.
+    view_items`, so the keys and the comparison read the same view)."""
+    items = view_items(rows)
+    last_user = next((i.message_id for i in reversed(items) if i.role == "user"), None)
+    return StoredView(tuple(Said(i.role, i.content, i.tool_call_id) for i in items), last_user)
 
 
 def stored_view(session: Handle, conversation_id: str) -> StoredView:

@@ -13,7 +13,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from chatmem import context as engine
@@ -24,6 +24,7 @@ from chatmem.context.values import Mode, Prices, Profile
 from chatmem.errors import NotFound
 from chatmem.models import profiles
 from chatmem.models.client import ModelEndpoint
+from chatmem.models.request_options import answer_limit, effective_options
 from chatmem.store import ledger
 from chatmem.store.db import connection_of
 from chatmem.store.engine import StepConversation, load_engine_conversation, step_conversation
@@ -49,6 +50,10 @@ class ModelTarget:
     summarizer_id: str | None = None
     #: The profile's recall switch (issue 17; None: the mode's default).
     recall: bool | None = None
+    #: Issue 29: the profile's request parameters, used when the client sent none
+    #: (``defaults``) and whatever it sent (``pins``).
+    request_defaults: Mapping[str, Any] | None = None
+    request_pins: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,9 @@ class TurnInputs:
     #: USE-4: who answers a new turn, as the feed shows it (``Answerer.public()``); set when
     #: the turn is admitted.
     answered: Mapping[str, Any] | None = None
+    #: Issue 29: the request parameters each model request of the step carries — the
+    #: client's, with the profile's defaults and pins (:func:`effective_options`).
+    request_options: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def profile(self) -> Profile:
@@ -139,6 +147,8 @@ def resolve_target(
         profiles.engine_profile(row, summarizer),
         row.summarizer_profile_id,
         row.recall,
+        row.request_defaults,
+        row.request_pins,
     )
 
 
@@ -299,6 +309,7 @@ def load_inputs(
     draft_files: Sequence[str] | None = None,
     choose: Callable[[Connection, StepConversation], tuple[str | None, Mapping[str, Any]]]
     | None = None,
+    request_options: Mapping[str, Any] | None = None,
 ) -> TurnInputs:
     """The inputs of one model step.  With ``user_id`` the conversation must be theirs
     (STORE-1); with ``live_only`` it must not be archived either (a new turn).  With
@@ -307,7 +318,9 @@ def load_inputs(
     draft is sent with — then only those of the images not attached to a message yet ride
     with it (PROJ-2).  ``choose(connection, conversation)`` (a new turn, USE-3/USE-4): the
     profile that answers instead of the conversation's (None: its own) and who answers as
-    the feed shows it (``answered``)."""
+    the feed shows it (``answered``).  ``request_options``: the client's (issue 29), merged
+    with the profile's defaults and pins; an answer limit above the profile's answer reserve
+    is this step's reserve."""
     # One connection for every statement below (asking the session for it each time costs
     # more than most of the statements).
     connection = connection_of(session)
@@ -324,6 +337,8 @@ def load_inputs(
         target = resolve_target(connection, row.user_id, row.profile_id, secrets, read=row.profile)
     else:
         target = resolve_target(connection, row.user_id, profile_override, secrets)
+    options = effective_options(target.request_defaults, request_options, target.request_pins)
+    target = _reserving(target, answer_limit(options))
     profile = target.engine_profile
     tokenizer = calibrated_tokenizer(connection, target, calibrations)
     mode = engine.effective_mode(profile, cast(Mode, row.mode))
@@ -341,6 +356,8 @@ def load_inputs(
         calibration=factor_of(tokenizer),
         project_id=row.project_id,
         has_app_context=row.app_context,
+        with_facts=True,  # CTX-24: a turn or Compress now may fold, and the guard carries them
+        has_pinned_facts=row.pinned_facts,
     )
     if draft_files is not None:
         chosen = set(draft_files)
@@ -389,4 +406,16 @@ def load_inputs(
         recall=recall,
         recall_by_default=recall and row.recall is None and target.recall is None,
         answered={**answered, "profile_id": target.profile_id} if answered is not None else None,
+        request_options=options,
     )
+
+
+def _reserving(target: ModelTarget, limit: int | None) -> ModelTarget:
+    """Issue 29: an answer limit (``max_tokens``) larger than the profile's answer reserve
+    is this request's reserve, so the plan leaves the room the provider will want for the
+    answer (and refuses, ``does_not_fit``, when the history cannot be made to fit beside it);
+    a smaller one leaves the profile's reserve."""
+    profile = target.engine_profile
+    if limit is None or limit <= profile.answer_reserve:
+        return target
+    return replace(target, engine_profile=replace(profile, answer_reserve=limit))

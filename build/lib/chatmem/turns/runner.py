@@ -50,6 +50,7 @@ from chatmem.errors import (
     ProviderRefusesTools,
 )
 from chatmem.models.clients import ModelClients
+from chatmem.models.request_options import for_request
 from chatmem.models.stream import Finish, ReasoningDelta, TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
 from chatmem.store import runs, tool_calls
@@ -89,6 +90,10 @@ log = logging.getLogger(__name__)
 #: Finish reasons that mean the answer was cut short, not finished: the model's output limit,
 #: the provider's content filter.
 CUT_REASONS = frozenset({"length", "content_filter"})
+#: Issue 29: the usage details summed over a turn's answers and carried in ``done``'s usage
+#: (when some answer reported them): prompt tokens the provider had cached, answer tokens
+#: spent thinking.
+DETAIL_KEYS = ("cached_tokens", "reasoning_tokens")
 #: Folds one model step may start.  One fold makes as many rounds as it needs; a second
 #: runs only when the stored summary came out longer than the engine counted on.
 FOLD_ATTEMPTS = 3
@@ -144,7 +149,8 @@ class TurnJob:
     #: an answer that calls one ends the turn, its calls handed back to the client.
     client_tools: tuple[dict[str, Any], ...] = ()
     #: What an OpenAI-compatible client asked of the provider (``temperature``,
-    #: ``response_format``, ``tool_choice`` …): added to each request of the turn as given.
+    #: ``response_format``, ``tool_choice`` …): added to each request of the turn as given,
+    #: with the profile's defaults and pins (``TurnInputs.request_options``, issue 29).
     request_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -275,9 +281,9 @@ class TurnRunner:
             if self._tally.iterations >= settings.turn_max_iterations:
                 return await self._guard(f"{settings.turn_max_iterations} model requests")
             first, self.job.first_inputs = self.job.first_inputs, None
-            inputs = (
-                first if first is not None and not toolbox.schemas else await self._inputs(toolbox)
-            )
+            # The admission's plan knows neither the client's tools nor its request options.
+            reuse = not toolbox.schemas and not self.job.request_options
+            inputs = first if first is not None and reuse else await self._inputs(toolbox)
             # CTX-21: the engine's fold driver folds as far as the request needs, in as many
             # summariser rounds as that takes; then the stored memory is planned again.
             for _ in range(FOLD_ATTEMPTS):
@@ -334,6 +340,7 @@ class TurnRunner:
                 profile_override=self.job.profile_override,
                 materialize=materialize,
                 calibrations=self._calibrations,
+                request_options=self.job.request_options,
             )
 
         return await read(self._db, load)
@@ -372,7 +379,7 @@ class TurnRunner:
                 inputs.plan.messages,
                 tools=inputs.tools or None,
                 max_tokens=None,
-                extra=self.job.request_options or None,
+                extra=for_request(inputs.request_options, offers_tools=bool(inputs.tools)) or None,
             ):
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
@@ -562,6 +569,11 @@ class TurnRunner:
         cost = inputs.cost(prompt, completion)
         self._tally.usage["prompt_tokens"] += prompt
         self._tally.usage["completion_tokens"] += completion
+        # Issue 29: the details the provider reported (only then: a 0 would claim to know).
+        details = (usage.cached_tokens, usage.reasoning_tokens) if usage is not None else ()
+        for key, detail in zip(DETAIL_KEYS, details, strict=False):
+            if detail is not None:
+                self._tally.usage[key] = self._tally.usage.get(key, 0) + detail
         self._tally.cost += cost
         return dict(
             user_id=self.job.user_id,

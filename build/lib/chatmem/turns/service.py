@@ -24,9 +24,10 @@ from chatmem.models.clients import ModelClients
 from chatmem.security.endpoints import EndpointPolicy
 from chatmem.security.secret_box import SecretBox
 from chatmem.settings import Settings
-from chatmem.store import summaries
+from chatmem.store import history_keys, summaries
 from chatmem.store.conversations import owned_conversation_row
 from chatmem.store.db import Database
+from chatmem.store.history_keys import lookup_keys
 from chatmem.store.runs import RunRecord, run_for_idempotency_key
 from chatmem.store.sessions import Session
 from chatmem.store.token_counts import warm_tokenizers
@@ -37,13 +38,21 @@ from chatmem.tools.app_host import AppHost
 from chatmem.tools.approvals import Approvals, Decision, decide
 from chatmem.tools.servers import ToolServers
 from chatmem.tools.toolbox import McpServerConfig, ToolBox
+from chatmem.turns import stateless
 from chatmem.turns.admission import Admission, Redo, admitted_before, check_content
 from chatmem.turns.context_view import ContextCache
 from chatmem.turns.conversation_lock import Held, Purpose, hold
 from chatmem.turns.coordinator import Coordinator, LocalCoordinator, coordinator_for
 from chatmem.turns.events import RunEvent
 from chatmem.turns.history_match import Said
-from chatmem.turns.history_turns import HistoryTurn, admit_history, check_messages
+from chatmem.turns.history_turns import (
+    HistoryTurn,
+    Named,
+    NotContinued,
+    admit_history,
+    check_messages,
+    named_conversation,
+)
 from chatmem.turns.inputs import Calibrations, TurnInputs
 from chatmem.turns.journal import watch_run
 from chatmem.turns.live_runs import LiveRuns, RunParts
@@ -292,20 +301,65 @@ class TurnService:
         store: bool = True,
     ) -> HistoryTurn:
         """A turn submitted as a chat history (the OpenAI-compatible endpoint): stores what is
-        new and starts the turn (:mod:`chatmem.turns.history_turns`).  The new conversation's
-        id, when there is one, is locked before it exists; the named one's lock goes to the
-        turn unless the history diverged from it.  ``options`` (the client's ``temperature``,
-        ``response_format`` …) go into each request to the provider as given."""
+        new and starts the turn (:mod:`chatmem.turns.history_turns`).  ``conversation_id``:
+        the name the client gave (an id, or its own key); without one the history index finds
+        the conversation the history continues (API-1), or a new one starts.  ``options``
+        (the client's ``temperature``, ``response_format`` …) go into each request to the
+        provider as given."""
         check_messages(messages)
-        if not store:  # issue 29: the stateless answer is being built (branch oa-continue)
-            raise InvalidInput("store: false is not supported yet")
+        if not store:
+            return await stateless.answer(
+                self.db,
+                self.settings,
+                self.secrets,
+                self.clients,
+                user_id,
+                messages,
+                model,
+                tools=tools,
+                options=options,
+            )
+        if conversation_id is not None:
+            named = Named(*await self._read(named_conversation, user_id, conversation_id))
+            return await self._history_turn(user_id, messages, model, named, tools, options)
+        found = await self._read(history_keys.candidates, user_id, lookup_keys(messages))
+        for candidate in found:
+            try:
+                return await self._history_turn(
+                    user_id, messages, model, Named(found=candidate), tools, options
+                )
+            except NotContinued:
+                # A stale key (the conversation changed in the UI …): it follows the view now.
+                await self._db(history_keys.index_conversation, candidate)
+        return await self._history_turn(user_id, messages, model, Named(), tools, options)
+
+    def turn_events(self, user_id: str, turn: HistoryTurn) -> AsyncIterator[RunEvent]:
+        """A history turn's events from the start: its run's (:meth:`watch`), or a stateless
+        answer's own."""
+        if turn.events is not None:
+            return turn.events
+        return self.watch(user_id, turn.run_id, 0, owner_checked=True)
+
+    async def _history_turn(
+        self,
+        user_id: str,
+        messages: Sequence[Said],
+        model: str,
+        named: Named,
+        tools: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None,
+    ) -> HistoryTurn:
+        """The turn of :meth:`submit_history` on the conversation ``named`` says.  The new
+        conversation's id, when there is one, is locked before it exists; the named (or
+        found) one's lock goes to the turn unless the history diverged from it."""
         fresh = new_id()
         run_id, message_id = new_id(), new_id()
+        existing = named.conversation_id or named.found
         async with contextlib.AsyncExitStack() as stack:
             held = [await stack.enter_async_context(self.conversation(user_id, fresh, "turn"))]
-            if conversation_id is not None:
-                named = self.conversation(user_id, conversation_id, "turn")
-                held.append(await stack.enter_async_context(named))
+            if existing is not None:
+                locked = self.conversation(user_id, existing, "turn")
+                held.append(await stack.enter_async_context(locked))
             admitted, target, model_name = await quick_work(
                 self.db,
                 admit_history,
@@ -313,7 +367,7 @@ class TurnService:
                 user_id,
                 messages,
                 model,
-                conversation_id,
+                named,
                 fresh,
                 run_id=run_id,
                 message_id=message_id,
@@ -330,7 +384,7 @@ class TurnService:
                 request_options=options,
             )
         await asyncio.shield(live.opened)  # the live log exists before the answer starts
-        return HistoryTurn(run_id, target, model_name)
+        return HistoryTurn(run_id, target, model_name, named.client_name)
 
     async def switch_version(
         self, user_id: str, conversation_id: str, message_id: str, index: int

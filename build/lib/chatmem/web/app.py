@@ -31,6 +31,7 @@ from chatmem.web.deps import CredentialCache
 from chatmem.web.errors import install_error_handlers
 from chatmem.web.json_bounds import JsonBoundsMiddleware
 from chatmem.web.observe import RequestContextMiddleware
+from chatmem.web.openai_compat.responses import install_responses
 from chatmem.web.openai_compat.routes import install_openai_compat
 from chatmem.web.security import SecurityHeadersMiddleware, install_api_docs
 from chatmem.web.slashes import install_slash_redirects
@@ -103,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     install_api(app)
     install_openai_compat(app)
+    install_responses(app)
     install_ui(app)
     install_api_docs(app, "/api/docs")
     install_slash_redirects(app)  # relative Location, never the client's Host (SEC-3)

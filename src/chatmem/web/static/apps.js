@@ -199,11 +199,16 @@
 
     /* A live call got its result (or its run ended): read the stored outcome once more. */
     view.settle = async function settle() {
-      if (!view.info || view.delivered || view.failed) return;
+      if (!view.info || view.delivered) return;
+      if (view.failed && box.querySelector(".tool-box")) return;
       try {
         const fresh = await api("GET", "/api/v1/tool-calls/" + encodeURIComponent(id) + "/app");
         Object.assign(view.info, { status: fresh.status, result: fresh.result, text: fresh.text });
-        deliver();
+        if (!view.failed) { deliver(); return; }
+        // Stopped before the result came: the failure shows what the tool answered, now.
+        const shown = storedText();
+        const failure = box.querySelector(".app-failure");
+        if (shown && failure && !box.querySelector(".tool-box")) failure.after(shown);
       } catch (_) { /* shown as it is; a reload reads it again */ }
     };
 

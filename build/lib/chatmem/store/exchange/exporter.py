@@ -36,6 +36,7 @@ from chatmem.store.tables.conversations import (
     MessageVersion,
     Summary,
 )
+from chatmem.store.tables.pinned_facts import PinnedFactRow
 from chatmem.store.tables.profiles import ModelProfile
 
 PAGE = 1_000
@@ -123,6 +124,8 @@ def exported_conversation(
         head["recall"] = conversation.recall
     head["created_at"] = format_time(conversation.created_at)
     head["updated_at"] = format_time(conversation.updated_at)
+    if conversation.has_pinned_facts:  # CTX-24: the pinned facts, oldest first
+        head["facts"] = facts_of(session, conversation.id)
     kept = versions_of(session, conversation.id)
     if kept:
         head["versions"] = kept
@@ -135,6 +138,20 @@ def exported_conversation(
         messages=messages_of(session, conversation.id, with_tokens=with_tokens),
         files=files_of(session, conversation.id),
     )
+
+
+def facts_of(session: Session, conversation_id: str) -> list[dict[str, Any]]:
+    """CTX-24: the conversation's pinned facts as the export format writes them (no ids:
+    nothing in the file points at a fact, and an import gives them new ones)."""
+    rows = session.execute(
+        select(PinnedFactRow.text, PinnedFactRow.message_id, PinnedFactRow.created_at)
+        .where(PinnedFactRow.conversation_id == conversation_id)
+        .order_by(PinnedFactRow.created_at, PinnedFactRow.id)
+    )
+    return [
+        {"text": r.text, "message_id": r.message_id, "created_at": format_time(r.created_at)}
+        for r in rows
+    ]
 
 
 def _folder_name(session: Session, folder_id: str | None) -> str | None:

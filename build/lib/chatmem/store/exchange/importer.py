@@ -28,6 +28,7 @@ import pickle
 import tempfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import IO, Any
 
 from sqlalchemy import Engine, insert, select, update
@@ -35,7 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from chatmem.context.values import Message as EngineMessage
-from chatmem.errors import Conflict
+from chatmem.errors import Conflict, ImportFormatError, TooLarge
 from chatmem.formats.images import FORMATS, image_size
 from chatmem.formats.reader import read_conversations, sniff
 from chatmem.formats.records import ImportedConversation
@@ -43,7 +44,9 @@ from chatmem.formats.source import ImportSource, Progress
 from chatmem.store import projects, quotas
 from chatmem.store.accounts import Account
 from chatmem.store.conversations import create_folder
+from chatmem.store.history_keys import key_rows
 from chatmem.store.images import add_image
+from chatmem.store.pinned_facts import fact_block
 from chatmem.store.quotas import UNLIMITED, Limits
 from chatmem.store.search import insert_messages
 from chatmem.store.tables.conversations import (
@@ -54,6 +57,8 @@ from chatmem.store.tables.conversations import (
     MessageVersion,
     Summary,
 )
+from chatmem.store.tables.history_keys import HistoryKey
+from chatmem.store.tables.pinned_facts import PinnedFactBlockRow, PinnedFactRow
 from chatmem.store.token_counts import (
     counts_for_message,
     counts_for_text,
@@ -110,6 +115,9 @@ class _Batch:
             Summary: [],
             File: [],
             MessageVersion: [],
+            HistoryKey: [],
+            PinnedFactRow: [],
+            PinnedFactBlockRow: [],
         }
         self.size = 0
         # Ids written by this import that may still sit in the batch (not yet in the table).
@@ -117,7 +125,7 @@ class _Batch:
 
     def add(self, table: Any, row: dict[str, Any]) -> None:
         self.rows[table].append(row)
-        if table is not Summary and table is not MessageVersion:
+        if "id" in row and table not in (Summary, MessageVersion, HistoryKey):
             self.ids.add(row["id"])
         self.size += 1
         if self.size >= BATCH:
@@ -125,7 +133,8 @@ class _Batch:
 
     def flush(self) -> None:
         connection = self.session.connection()
-        for table in (Conversation, Message, Summary, File, MessageVersion):  # keys first
+        tables = (Conversation, Message, Summary, File, MessageVersion, HistoryKey)
+        for table in (*tables, PinnedFactRow, PinnedFactBlockRow):  # keys first
             rows = self.rows[table]
             if not rows:
                 continue
@@ -305,6 +314,10 @@ def _id_map(
     )
 
 
+def _by_seq(row: dict[str, Any]) -> int:
+    return int(row["seq"])
+
+
 def _write(
     session: Session,
     user: Account,
@@ -323,6 +336,7 @@ def _write(
     meta: dict[str, Any] = {}
     if conversation.profile:
         meta["profile"] = dict(conversation.profile)
+    facts = fact_rows(conversation, cid, mids, now)
     batch.add(
         Conversation,
         {
@@ -341,14 +355,20 @@ def _write(
             "last_active_at": max([updated, *times]),
             "archived_at": None,
             "meta": meta or None,
+            "has_pinned_facts": bool(facts),  # CTX-24
         },
     )
-    for row in message_rows(conversation, cid, mids, now, cached=counted):
+    rows = sorted(message_rows(conversation, cid, mids, now, cached=counted), key=_by_seq)
+    for row in rows:
         batch.add(Message, row)
+    for row in key_rows(user.id, cid, rows):  # API-1: an OpenAI client may continue it
+        batch.add(HistoryKey, row)
     for row in summary_rows(conversation, cid, mids, now):
         batch.add(Summary, row)
     for row in version_rows(conversation, cid, mids, now):
         batch.add(MessageVersion, row)
+    for table, row in facts:
+        batch.add(table, row)
     images = []
     for row in file_rows(conversation, cid, mids, fids, now):
         if fresh_ids and row["data"] is not None and row["mime"] in IMAGE_TYPES:
@@ -484,6 +504,44 @@ def summary_rows(
             "created_at": summary.created_at or now,
             **counts_for_text(summary.text),
         }
+
+
+def fact_rows(
+    conversation: ImportedConversation, cid: str, mids: dict[str, str], now: Any
+) -> list[tuple[Any, dict[str, Any]]]:
+    """CTX-24: the pinned facts (fresh ids, oldest first) and the one message they are sent
+    as, counted; a message id not in the file (the message was deleted) is not kept.  Facts
+    past the token bound refuse the file, naming the conversation."""
+    facts = conversation.extra.get("facts") or ()
+    if not facts:
+        return []
+    texts = [clean(f["text"]) for f in facts]
+    try:
+        block, counts = fact_block(texts)
+    except TooLarge as exc:
+        raise ImportFormatError(
+            f"conversation {conversation.id!r}: {exc.message}", **exc.data
+        ) from None
+    rows: list[tuple[Any, dict[str, Any]]] = []
+    stamp = None
+    for text, fact in zip(texts, facts, strict=True):
+        # The file's order is the facts' order: their times increase, a microsecond apart
+        # where the file gives none or the same.
+        created = fact["created_at"] or now
+        if stamp is not None and created <= stamp:
+            created = stamp + timedelta(microseconds=1)
+        stamp = created
+        row = {
+            "id": new_id(),
+            "conversation_id": cid,
+            "text": text,
+            "message_id": mids.get(fact["message_id"] or ""),
+            "created_at": created,
+            "updated_at": created,
+        }
+        rows.append((PinnedFactRow, row))
+    rows.append((PinnedFactBlockRow, {"conversation_id": cid, "text": block, **counts}))
+    return rows
 
 
 def file_rows(

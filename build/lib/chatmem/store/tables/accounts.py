@@ -30,6 +30,8 @@ class User(Base):
     evicted_messages: Mapped[int] = mapped_column(Integer, default=0)
     #: The interface language the user chose (PROJ-4); NULL: the browser's.
     locale: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    #: The colour theme the user chose ("light", "dark"); NULL: the system's.
+    theme: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     session_limit_usd: Mapped[float | None] = mapped_column(Float, nullable=True)

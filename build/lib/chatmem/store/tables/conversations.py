@@ -100,6 +100,9 @@ class Conversation(Base):
     # APPS-3: an app set a model context (``app_contexts``): read with the row, so a turn of a
     # conversation without one never asks for it.
     has_app_context: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # CTX-24: the user pinned facts (``pinned_facts``): read with the row, so a turn of a
+    # conversation without any never asks for them.
+    has_pinned_facts: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Message(Base):
@@ -200,6 +203,8 @@ class Summary(Base):
     tokens_o200k: Mapped[int] = mapped_column(Integer, default=0)
     tokens_cl100k: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # CTX-24: the fact guard's record (:mod:`chatmem.store.fact_records`); NULL: none.
+    facts: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class File(Base):

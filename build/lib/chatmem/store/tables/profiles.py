@@ -10,6 +10,7 @@ plain column (a profile may name any profile visible to its owner; deletion clea
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text, true
 from sqlalchemy.orm import Mapped, mapped_column
@@ -63,6 +64,10 @@ class ModelProfile(Base):
     #: USE-4: the "Auto" choice's order among shared profiles (1 is tried first; NULL: Auto
     #: never picks it).  An administrator's setting.
     auto_rank: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: Issue 29: request parameters (``temperature`` …) sent when the client sent none, and
+    #: ones sent whatever it sent (``chatmem.models.request_options``); NULL: none.
+    request_defaults: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    request_pins: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -30,6 +30,7 @@ ROUTE_MODULES = [
     "tool_calls",
     "apps",
     "app_context",
+    "facts",
     "compaction",
     "summary",
     "usage",

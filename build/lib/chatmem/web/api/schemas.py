@@ -54,6 +54,7 @@ def user_public(user: Account) -> dict[str, Any]:
         "created_at": iso(user.created_at),
         "evicted": evicted_public(user),
         "locale": user.locale,
+        "theme": user.theme or "system",
     }
 
 

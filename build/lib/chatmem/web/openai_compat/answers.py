@@ -39,14 +39,22 @@ def tool_call_object(call: ToolCall, index: int | None = None) -> dict[str, Any]
     return body if index is None else {"index": index, **body}
 
 
-def usage_object(done: Done | None) -> dict[str, int]:
+def usage_object(done: Done | None) -> dict[str, Any]:
+    """OpenAI's ``usage``; ``prompt_tokens_details.cached_tokens`` and
+    ``completion_tokens_details.reasoning_tokens`` when the provider reported them (the run's
+    ``done`` carries them as ``cached_tokens`` and ``reasoning_tokens``)."""
     tally = (done.usage if done is not None else None) or {}
     prompt, completion = int(tally.get("prompt_tokens", 0)), int(tally.get("completion_tokens", 0))
-    return {
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    if "cached_tokens" in tally:
+        usage["prompt_tokens_details"] = {"cached_tokens": int(tally["cached_tokens"])}
+    if "reasoning_tokens" in tally:
+        usage["completion_tokens_details"] = {"reasoning_tokens": int(tally["reasoning_tokens"])}
+    return usage
 
 
 @dataclass
@@ -119,7 +127,7 @@ class Answer:
         self,
         delta: dict[str, Any] | None,
         finish_reason: str | None = None,
-        usage: dict[str, int] | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> str:
         """One ``chat.completion.chunk`` as an SSE frame (``delta`` None: the usage chunk,
         which has no choices)."""

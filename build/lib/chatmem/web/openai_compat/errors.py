@@ -53,6 +53,8 @@ def openai_error(
     body: dict[str, Any] = {"message": message, "type": kind, "param": None, "code": openai_code}
     if openai_code == "context_length_exceeded":
         body["param"] = "messages"
+    elif isinstance((details or {}).get("param"), str):
+        body["param"] = (details or {})["param"]  # the request field at fault
     for key, value in (details or {}).items():
         if key not in body and isinstance(value, (str, int, float, bool)):
             body[key] = value

@@ -4,8 +4,10 @@ token (``Authorization: Bearer …``).
 A completion is a chatmem turn (:meth:`chatmem.turns.service.TurnService.submit_history`): the
 answer streams as the run's events arrive (``stream: true``) or is returned whole.  The
 conversation is named by the ``X-Chatmem-Conversation`` header (or ``metadata.
-conversation_id``) and named back in the answer's header of the same name — a new one when
-none was named or the client's history diverged from the stored one.
+conversation_id``, or ``user: "conversation:<key>"``) — a chatmem id or the client's own key
+— else found by the history it repeats (API-1, :mod:`chatmem.turns.history_turns`), and named
+back in the answer's header of the same name (the client's key when it chose one) — a new one
+when none was found or the client's history diverged from the stored one.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ async def chat_completions(
     body: ChatCompletionRequest,
     request: Request,
     user_id: UserId,
-    x_chatmem_conversation: Annotated[str | None, Header(max_length=64)] = None,
+    x_chatmem_conversation: Annotated[str | None, Header(max_length=200)] = None,
 ) -> Response:
     """A turn in a chatmem conversation, answered in OpenAI's format."""
     service = turn_service(request)
@@ -73,15 +75,22 @@ async def chat_completions(
         user_id,
         body.said(),
         model=body.model,
-        conversation_id=x_chatmem_conversation or (body.metadata or {}).get("conversation_id"),
+        conversation_id=body.conversation_name(x_chatmem_conversation),
         tools=body.offered_tools(),
+        options=body.options(),
+        store=body.store is not False,
     )
-    headers = {CONVERSATION_HEADER: turn.conversation_id, "X-Chatmem-Run-Id": turn.run_id}
-    # An async generator: closed when the client goes (the run itself goes on).
-    events = cast(
-        AsyncGenerator[RunEvent, None],
-        service.watch(user_id, turn.run_id, 0, owner_checked=True),
+    headers = (
+        {
+            CONVERSATION_HEADER: turn.client_key or turn.conversation_id,
+            "X-Chatmem-Run-Id": turn.run_id,
+        }
+        if turn.events is None
+        else {}  # store: false — no conversation, no run
     )
+    # An async generator: closed when the client goes (a run goes on; a stateless answer
+    # stops).
+    events = cast(AsyncGenerator[RunEvent, None], service.turn_events(user_id, turn))
     answer = Answer(turn.run_id, turn.model)
     if not body.stream:
         async with contextlib.aclosing(events):

@@ -252,7 +252,7 @@
       const width = Math.round(box.clientWidth || root.clientWidth || 600);
       const fixed = view.mode !== "inline";
       return {
-        theme: dark.matches ? "dark" : "light",
+        theme: window.chatmem.currentTheme ? window.chatmem.currentTheme() : dark.matches ? "dark" : "light",
         locale: document.documentElement.lang || "en",
         timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
         displayMode: view.mode,
@@ -432,6 +432,7 @@
 
   const changed = () => { for (const view of views.values()) view.context(); };
   dark.addEventListener("change", changed);
+  document.addEventListener("chatmem:theme", changed); // the user chose a theme (theme.js)
   narrow.addEventListener("change", changed);
 
   window.chatmem.apps = { slot, attach, prune, settle, ensure, place, slotOf, slotPlaceholder, fill, views };

@@ -40,9 +40,11 @@
     if (!state.profiles.length) {
       modelSelect.append(el("option", { value: "", text: t("No model yet") }));
       modelSelect.disabled = true;
-      showError(t("Add a model profile to start chatting."), [[t("Add a model"), () => location.assign("/profiles")]]);
+      if (layout.dataset.conversationId) showError(t("Add a model profile to start chatting."), [[t("Add a model"), () => location.assign("/profiles")]]);
+      else showFirstRun(true); // the first page after sign-in says what to do
       return;
     }
+    showFirstRun(false);
     modelSelect.disabled = false;
     for (const p of state.profiles) {
       modelSelect.append(el("option", { value: p.id, text: p.name + (p.model && p.model !== p.name ? " · " + p.model : "") }));
@@ -54,6 +56,15 @@
     }
     document.dispatchEvent(new CustomEvent("chatmem:profiles", { detail: state.profiles }));
   }
+
+  /* An empty chat: with no model profile yet, the first run's two ways in (add a profile,
+     import a ChatGPT or Claude export: the sidebar's import, which takes both); else an
+     invitation to write. */
+  function showFirstRun(first) {
+    document.getElementById("first-run").hidden = !first;
+    document.getElementById("empty-chat").hidden = first;
+  }
+  document.getElementById("first-run-import").addEventListener("click", () => document.getElementById("import-file").click());
 
   /* The block "Conversation context" (seed 001): its switch turns the memory off (mode
      "off") or on with the mode chosen beside it (Economy, Everything, Recent messages), so
@@ -165,7 +176,7 @@
     try { body = await loadMessages(); } catch (err) { toast(err.message); }
     memory.setConversation(c.id);
     const runId = activeRunId(c, body) || await findRunningRun(c.id);
-    if (runId) follow(runId, true);
+    if (runId) follow(runId);
   }
 
   async function findRunningRun(conversationId) {
@@ -193,10 +204,14 @@
   }
 
   /* ---------- sending and following a turn ---------- */
+  /* Stop takes Send's place while a turn runs (and the focus, if Send had it). */
   function setRunning(running) {
+    const had = document.activeElement;
     sendButton.hidden = running;
     stopButton.hidden = !running;
     draft.setAttribute("aria-busy", String(running));
+    if (running && had === sendButton) stopButton.focus();
+    else if (!running && had === stopButton) draft.focus();
   }
 
   function newKey() {
@@ -225,7 +240,7 @@
       renderAttachments();
       memory.setDraft("");
       feed.appendLocal("user", text);
-      follow(started.run_id || started.id, false);
+      follow(started.run_id || started.id);
     } catch (err) {
       handleTurnError(err);
     } finally {
@@ -242,24 +257,21 @@
     try {
       const started = await api("POST", convPath("/turns"), { content: text, app_tool_call_id: fromApp.tool_call_id }, { headers: { "Idempotency-Key": newKey() } });
       feed.appendLocal("user", text, { from_app: fromApp });
-      follow(started.run_id || started.id, false);
+      follow(started.run_id || started.id);
     } catch (err) {
       handleTurnError(err);
       throw err;
     }
   }
 
-  function follow(runId, reopening) {
+  function follow(runId) {
     state.run = runId;
     setRunning(true);
+    // The answer's bubble shows the typing dots ("Answering…") until its first token, also
+    // for a turn found running when the conversation is opened again.
     const live = feed.startStream();
-    if (reopening) live.addNote(t("Answering…"), "muted small live-note");
     state.follower = stream.followRun(runId, {
-      delta(data) {
-        const note = live.node().querySelector(".live-note");
-        if (note) note.remove();
-        live.appendText(stream.deltaText(data));
-      },
+      delta(data) { live.appendText(stream.deltaText(data)); },
       // A reasoning model's thinking, shown as it comes, folded away once the answer ends.
       reasoning(data) { live.appendReasoning(stream.deltaText(data)); },
       tool_call(data) { live.addToolCall(data.tool_call || data); },

@@ -16,6 +16,7 @@
   const messageTemplate = document.getElementById("message-template");
   const markerTemplate = document.getElementById("compaction-template");
   const progressTemplate = document.getElementById("compaction-progress-template");
+  const scroller = window.chatmem.scroll; // following the end of the feed (scroll.js)
 
   const REASONS = {
     summarized: t("Summarised: the model gets the summary instead of this message"),
@@ -347,12 +348,22 @@
     const error = marker.querySelector(".summary-error");
     const save = marker.querySelector(".summary-save");
     const cancel = marker.querySelector(".summary-cancel");
+    const factsBox = marker.querySelector(".summary-facts");
+    let fullText = "";
+
+    /* CTX-24: the model's words in the text box, the kept section apart (summary_facts.js);
+       the editor edits the whole text. */
+    function showSummary(text, summary) {
+      fullText = text;
+      textBox.textContent = window.chatmem.summaryFacts.modelText(text);
+      window.chatmem.summaryFacts.render(factsBox, summary || null);
+    }
 
     button.addEventListener("click", async () => {
       const opening = box.hidden;
       if (opening) {
         const found = await loadSummary();
-        textBox.textContent = found.text;
+        showSummary(found.text, found.summary);
         edit.hidden = !found.editable;
         status.textContent = "";
         closeEditor();
@@ -366,14 +377,16 @@
       form.hidden = true;
       error.hidden = true;
       textBox.hidden = false;
+      window.chatmem.summaryFacts.render(factsBox, state.summary);
     }
 
     edit.addEventListener("click", () => {
-      input.value = textBox.textContent;
+      input.value = fullText;
       error.hidden = true;
       status.textContent = "";
       form.hidden = false;
       textBox.hidden = true;
+      factsBox.hidden = true;
       edit.hidden = true;
       input.focus();
     });
@@ -398,7 +411,7 @@
         // The edit is a new version over the same messages: the marker stays where it is.
         state.summary = Object.assign({}, state.summary, saved || {}, { text, live: false });
         marker.dataset.key = [state.summary.id || "", state.summary.version || "", summaryThrough() || "", summarizedCount()].join("|");
-        textBox.textContent = text;
+        showSummary(text, state.summary);
         closeEditor();
         edit.hidden = false;
         status.textContent = saved && num(saved.version) ? t("Saved as version {version}.", { version: saved.version }) : t("Saved.");
@@ -419,15 +432,18 @@
   /* The current summary's text, and whether it can be edited: the stored summary as loaded,
      else GET …/summary (a marker shown from a live event has no text yet). */
   async function loadSummary() {
-    if (state.summary && typeof state.summary.text === "string" && state.summary.text) {
-      return { text: state.summary.text, editable: !!state.conversationId };
+    // A summary from a live event has its text but not the fact guard's record (CTX-24).
+    const whole = state.summary && typeof state.summary.text === "string" && state.summary.text &&
+      (Array.isArray(state.summary.facts_kept) || !state.conversationId);
+    if (whole) {
+      return { text: state.summary.text, editable: !!state.conversationId, summary: state.summary };
     }
     if (state.conversationId) {
       try {
         const stored = await api("GET", "/api/v1/conversations/" + state.conversationId + "/summary");
         if (stored && typeof stored.text === "string") {
           state.summary = Object.assign({}, state.summary || {}, stored);
-          return { text: stored.text, editable: true };
+          return { text: stored.text, editable: true, summary: state.summary };
         }
       } catch (_) { /* not there (yet): fall back to what the plan sends */ }
     }
@@ -520,7 +536,7 @@
     emptyBox.hidden = messages.length > 0;
     placeMarker();
     recovered();
-    scrollToEnd();
+    scroller.settle(); // the reader who scrolled up to read stays where they are
   }
 
   function applyStatus(map) {
@@ -533,9 +549,9 @@
 
   function setSummary(summary) { state.summary = summary || null; placeMarker(); }
 
-  function scrollToEnd() { feed.scrollTop = feed.scrollHeight; }
+  function scrollToEnd() { scroller.toEnd(); }
 
-  function nearEnd() { return feed.scrollHeight - feed.scrollTop - feed.clientHeight < 120; }
+  function nearEnd() { return scroller.following(); }
 
   /* A message typed here (or sent by an app: `extra.from_app`), shown before the server has
      stored it. */
@@ -544,8 +560,19 @@
     const m = Object.assign({ id: "", role, content: text }, extra || {});
     const node = renderMessage(m);
     list.append(node);
-    scrollToEnd();
+    if (role === "user") scrollToEnd();
+    else scroller.settle();
     return node;
+  }
+
+  /* Three dots in the answer's bubble, under its (still empty) text, until its first token;
+     "Answering…" for a screen reader.  As tall as a line of text, so the first words take
+     its place without a jump. */
+  function typingIndicator(node) {
+    const dots = el("span", { class: "typing-dots", "aria-hidden": "true" }, [el("i"), el("i"), el("i")]);
+    const box = el("span", { class: "typing", role: "status" }, [dots, el("span", { class: "visually-hidden", text: t("Answering…") })]);
+    node.append(box); // beside the answer's text, not in it
+    return box;
   }
 
   /* The live answer of a run: text deltas, tool calls and results as they arrive. */
@@ -554,9 +581,11 @@
     let node = appendLocal("assistant", "");
     state.liveNode = node;
     node.classList.add("streaming");
+    let typing = typingIndicator(node);
+    const typed = () => { if (typing) { typing.remove(); typing = null; } };
     let text = liveText(node);
     let thinking = null;
-    const follow = () => { if (nearEnd()) scrollToEnd(); };
+    const follow = () => { typed(); if (nearEnd()) scrollToEnd(); };
     const doneThinking = () => {
       if (!thinking) return;
       thinking.open = false;
@@ -565,7 +594,7 @@
     };
     return {
       node: () => node,
-      appendText(more) { doneThinking(); text.append(more); },
+      appendText(more) { typed(); doneThinking(); text.append(more); },
       appendReasoning(more) {
         if (!thinking) thinking = node.querySelector(".content > .reasoning") || reasoningBox(node, "", true);
         thinking.querySelector(".reasoning-text").append(more);
@@ -587,8 +616,10 @@
         node = appendLocal("assistant", "");
         state.liveNode = node;
         node.classList.add("streaming");
+        typed();
+        typing = typingIndicator(node);
         text = liveText(node);
-        follow();
+        if (nearEnd()) scrollToEnd();
       },
       addNote(text, cls) {
         const p = el("p", { class: cls || "muted small", text });
@@ -596,6 +627,7 @@
         follow();
       },
       finish() {
+        typed();
         doneThinking();
         text.flush();
         node.classList.remove("streaming");
@@ -609,6 +641,7 @@
     state.liveNode = null; state.progress = null;
     list.replaceChildren(); older.hidden = true; emptyBox.hidden = false;
     pruneApps();
+    scroller.toEnd();
   }
 
   older.addEventListener("click", renderOlder);

@@ -40,6 +40,24 @@
   function priceOut(p) { return p.output_price_per_mtok ?? null; }
   function isFree(p) { return !!(p.free || (p.prices && p.prices.free)); }
 
+  /* Issue 29: a profile's request parameters, shown in its line ("pinned: temperature 0.2"). */
+  function paramsText(params) {
+    return Object.entries(params || {}).map(([k, v]) => k + " " + JSON.stringify(v)).join(", ");
+  }
+  function requestLine(p) {
+    const parts = [];
+    if (Object.keys(p.request_pins || {}).length) parts.push(t("pinned: {params}", { params: paramsText(p.request_pins) }));
+    if (Object.keys(p.request_defaults || {}).length) parts.push(t("defaults: {params}", { params: paramsText(p.request_defaults) }));
+    return parts.join(" · ");
+  }
+  /* The JSON of a request parameters field: null when empty; an error names the field. */
+  function paramsOf(id, label) {
+    const text = $(id).value.trim();
+    if (!text) return null;
+    try { return JSON.parse(text); }
+    catch (err) { throw new Error(t("{field}: not valid JSON", { field: label })); }
+  }
+
   function render() {
     list.replaceChildren();
     for (const p of profiles) {
@@ -52,6 +70,7 @@
         el("span", { class: "profile-name", text: p.name }),
         el("span", { class: "muted small", text: [p.model, t("{tokens} tokens", { tokens: fmtTokens(p.context_window) })].concat(p.stateless ? [t("stateless")] : [], isFree(p) ? [t("free")] : [], p.auto_rank != null ? [t("Auto: {n}", { n: p.auto_rank })] : []).join(" · ") }),
         el("span", { class: "badge key-state", text: editable ? (p.has_api_key ? t("Key set") : t("No key")) : t("Shared") }),
+        ...(requestLine(p) ? [el("span", { class: "muted small request-params", text: requestLine(p) })] : []),
         el("span", { class: "spacer" }),
         testButton,
         ...(editable ? [
@@ -118,6 +137,10 @@
     $("pf-accepts-images").checked = !!(p && p.accepts_images);
     // Issue 17: recall — empty follows the memory mode (null), else always or never.
     $("pf-recall").value = p && p.recall === true ? "on" : p && p.recall === false ? "off" : "";
+    for (const [field, id] of [["request_defaults", "pf-request-defaults"], ["request_pins", "pf-request-pins"]]) {
+      const params = (p && p[field]) || {};
+      $(id).value = Object.keys(params).length ? JSON.stringify(params) : "";
+    }
     $("pf-name").focus();
   }
 
@@ -157,6 +180,8 @@
     const key = $("pf-api-key").value;
     if (key) body.api_key = key;
     try {
+      body.request_defaults = paramsOf("pf-request-defaults", t("Defaults"));
+      body.request_pins = paramsOf("pf-request-pins", t("Pinned"));
       await api(id ? "PATCH" : "POST", "/api/v1/profiles" + (id ? "/" + id : ""), body);
       $("pf-api-key").value = ""; // never keep a key in the page longer than needed
       form.hidden = true;

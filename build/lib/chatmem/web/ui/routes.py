@@ -120,6 +120,7 @@ def _signed_in_page(request: Request, template: str, **context: Any) -> Response
 
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, next: str = "/") -> Response:
+    """The chat (signed in), else the sign-in page; after sign-in, on to ``next`` on this site."""
     viewer = viewer_of(request)
     # Only same-site paths are followed after sign-in (no open redirect, SEC-3).
     safe_next = safe_next_path(next)
@@ -132,6 +133,7 @@ def home(request: Request, next: str = "/") -> Response:
 
 @router.get("/signin", response_class=HTMLResponse)
 def signin(request: Request, next: str = "/") -> Response:
+    """The sign-in page."""
     return _sign_in(request, safe_next_path(next))
 
 
@@ -186,21 +188,25 @@ def signin_link(request: Request, token: str) -> Response:
 
 @router.get("/c/{conversation_id}", response_class=HTMLResponse)
 def conversation(request: Request, conversation_id: str) -> Response:
+    """The chat, opened on one conversation."""
     return _signed_in_page(request, "chat.html", conversation_id=conversation_id)
 
 
 @router.get("/profiles", response_class=HTMLResponse)
 def profiles(request: Request) -> Response:
+    """The Models page: model profiles, MCP servers (administrators), API tokens."""
     return _signed_in_page(request, "profiles.html")
 
 
 @router.get("/archive", response_class=HTMLResponse)
 def archive(request: Request) -> Response:
+    """The archived conversations, searchable by title."""
     return _signed_in_page(request, "archive.html", archive_id="")
 
 
 @router.get("/archive/{archive_id}", response_class=HTMLResponse)
 def archived_conversation(request: Request, archive_id: str) -> Response:
+    """One archived conversation, read without changing it (ARCH-1)."""
     return _signed_in_page(request, "archive.html", archive_id=archive_id)
 
 

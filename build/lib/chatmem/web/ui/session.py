@@ -22,6 +22,7 @@ class Viewer:
     name: str
     is_admin: bool = False
     locale: str | None = None  # the interface language they chose (PROJ-4)
+    theme: str | None = None  # "light" or "dark"; None: the system's
 
 
 def viewer_of(request: Request) -> Viewer | None:
@@ -36,7 +37,9 @@ def viewer_of(request: Request) -> Viewer | None:
         user = accounts.user_by_id(session, browser.user_id)
         if user is None:
             return None
-        return Viewer(name=user.name, is_admin=bool(user.is_admin), locale=user.locale)
+        return Viewer(
+            name=user.name, is_admin=bool(user.is_admin), locale=user.locale, theme=user.theme
+        )
 
 
 def page_language(request: Request, viewer: Viewer | None) -> Language:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from chatmem.context.values import Fact
+from chatmem.store.fact_records import FactRecord, read_record
 from chatmem.store.messages import MessageRecord
 from chatmem.store.summaries import SummaryRecord, is_edited
 from chatmem.store.types import iso
@@ -36,6 +38,10 @@ def message_public(
 
 
 def summary_public(summary: SummaryRecord, tokens_column: str) -> dict[str, Any]:
+    """A summary version (a record, or the loader's row of the same columns)."""
+    facts = summary.facts
+    if not isinstance(facts, FactRecord):
+        facts = read_record(facts)
     return {
         "id": summary.id,
         "version": summary.version,
@@ -48,4 +54,17 @@ def summary_public(summary: SummaryRecord, tokens_column: str) -> dict[str, Any]
         "tokens": getattr(summary, tokens_column),
         "created_at": iso(summary.created_at),
         "edited": is_edited(summary),  # CTX-23: a version the user wrote
+        # CTX-24: the fact guard's record (the kept section's facts, what the cap left out).
+        "facts_kept": [fact_public(f) for f in facts.kept],
+        "facts_dropped": [fact_public(f) for f in facts.dropped],
+        "facts_dropped_count": facts.dropped_count,
+    }
+
+
+def fact_public(fact: Fact) -> dict[str, Any]:
+    return {
+        "text": fact.text,
+        "message_id": fact.message_id,
+        "date": fact.at.date().isoformat() if fact.at is not None else None,
+        "kind": fact.kind,
     }

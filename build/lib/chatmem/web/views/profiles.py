@@ -14,7 +14,8 @@ def profile_view(row: ProfileRecord, user: UserRecord) -> dict[str, Any]:
     """The API shape of a profile: everything but the key, which is only ``has_api_key``.
 
     A shared profile seen by a user who may not edit it (SEC-4) shows what choosing and using
-    it needs — name, model, window, tokenizer, stateless, prices — and nothing of where it
+    it needs — name, model, window, tokenizer, stateless, prices, the request parameters it
+    sets (issue 29: they change its answers) — and nothing of where it
     points or how it is configured: no ``base_url``, no ``has_api_key``, no knobs."""
     info = price_info(row)
     prices = {
@@ -36,6 +37,7 @@ def profile_view(row: ProfileRecord, user: UserRecord) -> dict[str, Any]:
             "stateless": row.stateless,
             "shared": row.shared,
             "auto_rank": row.auto_rank,  # USE-4: Auto's order (None: never picked)
+            **request_options(row),
             "owned": False,
             "editable": False,
         }
@@ -60,8 +62,18 @@ def profile_view(row: ProfileRecord, user: UserRecord) -> dict[str, Any]:
         "recall": row.recall,
         "shared": row.shared,
         "auto_rank": row.auto_rank,  # USE-4: Auto's order (None: never picked)
+        **request_options(row),
         "owned": row.user_id == user.id,
         "editable": True,
         "created_at": iso(row.created_at),
         "updated_at": iso(row.updated_at),
+    }
+
+
+def request_options(row: ProfileRecord) -> dict[str, Any]:
+    """Issue 29: the profile's request parameters (``{}``: none), shown to whoever may use
+    the profile — they change every answer it gives."""
+    return {
+        "request_defaults": dict(row.request_defaults or {}),
+        "request_pins": dict(row.request_pins or {}),
     }

@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from chatmem.auth.cookies import SESSION_COOKIE, clear_session_cookies, set_session_cookies
 from chatmem.auth.throttle import SigninThrottle
-from chatmem.errors import Unauthorized
+from chatmem.errors import InvalidInput, Unauthorized
 from chatmem.store import accounts
 from chatmem.store.db import Database
 from chatmem.web.api.schemas import Body, user_public
@@ -89,10 +89,24 @@ def me(user: CurrentUser) -> dict[str, Any]:
 class MeUpdate(Body):
     #: The interface language (PROJ-4): one of ``en``, ``ru``, ``it``, ``id``; ``null`` lets
     #: the browser's ``Accept-Language`` decide.
-    locale: Literal["en", "ru", "it", "id"] | None
+    locale: Literal["en", "ru", "it", "id"] | None = None
+    #: The colour theme: ``system`` follows the browser's ``prefers-color-scheme``.
+    theme: Literal["system", "light", "dark"] | None = None
 
 
 @router.patch("/api/v1/me")
 def update_me(body: MeUpdate, user: CurrentUser, session: DbSession) -> dict[str, Any]:
-    """The user's own settings: the interface language."""
-    return user_public(accounts.set_locale(session, user.id, body.locale))
+    """The user's own settings: the interface language and the colour theme; a field left
+    out is kept as it is."""
+    given = body.model_fields_set
+    if not given:
+        raise InvalidInput("Nothing to change: give locale or theme.")
+    if "theme" in given and body.theme is None:
+        raise InvalidInput("theme is one of system, light, dark.")
+    record: accounts.UserRecord = user
+    if "locale" in given:
+        record = accounts.set_locale(session, user.id, body.locale)
+    if body.theme is not None:
+        theme = None if body.theme == "system" else body.theme
+        record = accounts.set_theme(session, user.id, theme)
+    return user_public(record)

@@ -26,7 +26,9 @@ async def healthz() -> dict[str, str]:
 
 @router.get(
     "/readyz",
-    responses={503: {"description": '`{"status": "unavailable", "reasons": […]}`'}},
+    responses={
+        503: {"description": '`{"error": {"code": "not_ready", "message": …, "reasons": […]}}`'}
+    },
 )
 async def readyz(request: Request) -> JSONResponse:
     """Ready to serve: the database reachable and migrated to this version's schema, Redis
@@ -49,7 +51,8 @@ async def readyz(request: Request) -> JSONResponse:
         if problem:
             reasons.append(problem)
     if reasons:
-        return JSONResponse({"status": "unavailable", "reasons": reasons}, status_code=503)
+        error = {"code": "not_ready", "message": "; ".join(reasons), "reasons": reasons}
+        return JSONResponse({"error": error}, status_code=503)
     return JSONResponse({"status": "ready"})
 
 

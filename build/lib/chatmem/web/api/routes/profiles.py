@@ -49,6 +49,8 @@ Url = Annotated[str, Field(min_length=1, max_length=2048)]
 Key = Annotated[str, Field(max_length=4096)]
 Reserve = Annotated[int, Field(ge=0, le=CONTEXT_WINDOW_MAX // 2)]
 AutoRank = Annotated[int, Field(ge=1, le=1000)]  # as the admin console's (USE-4)
+#: Checked by the profiles room (``chatmem.models.request_options``): one set of rules.
+RequestOptions = dict[str, Any]
 
 
 def _range(name: str) -> Any:
@@ -86,6 +88,11 @@ class MemoryKnobs(Body):
     #: PROJ-2: flat tokens per image; null: the provider's formula (OpenAI's tile formula for
     #: OpenAI models, else 1,600).
     image_tokens: ImageTokens | None = None
+    #: Issue 29 (docs/openai-parameters.md): request parameters (``temperature``,
+    #: ``max_tokens`` …) sent when the client sent none, and ones sent whatever it sent;
+    #: checked by the rules of ``/v1/chat/completions``; null or ``{}``: none.
+    request_defaults: RequestOptions | None = None
+    request_pins: RequestOptions | None = None
 
 
 class ProfileCreate(MemoryKnobs):
@@ -143,6 +150,7 @@ _NULLABLE = {
     "recall",
     "auto_rank",
     *repo.KNOBS,
+    *repo.REQUEST_OPTION_FIELDS,
 }
 
 
