@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -33,6 +34,16 @@ def _run(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_wheel_alone_serves(tmp_path: Path, model_server: FakeModelServer) -> None:
+    # setuptools builds in the checkout's build/: a stale one would put old modules in the
+    # wheel, and a new one must not stay behind.
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
+    try:
+        _check_the_wheel(tmp_path, model_server)
+    finally:
+        shutil.rmtree(ROOT / "build", ignore_errors=True)
+
+
+def _check_the_wheel(tmp_path: Path, model_server: FakeModelServer) -> None:
     built = _run(
         sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
         "-w", str(tmp_path / "dist"), str(ROOT),

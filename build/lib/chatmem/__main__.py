@@ -1,3 +1,0 @@
-from chatmem.cli import main
-
-main()
