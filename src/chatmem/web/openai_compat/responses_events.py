@@ -190,36 +190,21 @@ class ResponseBuilder:
         return frames
 
     def _text(self, text: str) -> list[Frame]:
-        frames = self._item("message")
-        index = self._open
-        assert index is not None
-        item = self.output[index]
-        item["content"][0]["text"] += text
-        frames.append(
-            self.frame(
-                "response.output_text.delta",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                delta=text,
-                logprobs=[],
-            )
-        )
-        return frames
+        return self._delta("message", "response.output_text.delta", text, logprobs=[])
 
     def _thinking(self, text: str) -> list[Frame]:
-        frames = self._item("reasoning")
+        return self._delta("reasoning", "response.reasoning_text.delta", text)
+
+    def _delta(self, kind: str, event: str, text: str, **extra: Any) -> list[Frame]:
+        """``text`` appended to the open item of ``kind`` (opened first if need be)."""
+        frames = self._item(kind)
         index = self._open
         assert index is not None
         item = self.output[index]
         item["content"][0]["text"] += text
         frames.append(
             self.frame(
-                "response.reasoning_text.delta",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                delta=text,
+                event, item_id=item["id"], output_index=index, content_index=0, delta=text, **extra
             )
         )
         return frames
