@@ -64,9 +64,10 @@ def test_arch1_archive_is_read_only_restores_and_deletes(
         keep = make_conversation(api, profile["id"], pairs=2, title="Old project notes")
         gone = make_conversation(api, profile["id"], pairs=1, title="Disposable chat")
         api.post(f"/api/v1/conversations/{gone['id']}/archive").raise_for_status()
-    # Archive from the chat header.
+    # Archive from the chat's menu.
     alice.goto(server.url + "/c/" + keep["id"])
     expect(alice.locator("#chat-title")).to_have_text("Old project notes")
+    alice.get_by_role("button", name="Chat actions").click()
     alice.get_by_role("button", name="Archive", exact=True).click()
     expect(alice).to_have_url(server.url + "/")
     expect(alice.locator("#conversation-list")).not_to_contain_text("Old project notes")

@@ -163,7 +163,8 @@ def test_tab_reaches_the_menus_and_every_item_with_a_visible_focus(
     with phone.expect_response(lambda r: r.request.method == "PATCH"):
         phone.keyboard.press("Enter")
     expect(tools).to_have_attribute("aria-expanded", "false")
-    expect(panel.get_by_text("Unpin", exact=True)).to_have_attribute("aria-pressed", "true")
+    expect(panel.locator("#pin-chat")).to_have_text("Unpin")
+    expect(panel.locator("#pin-chat")).to_have_attribute("aria-pressed", "true")
     with server.api("alice") as api:
         api.patch(f"/api/v1/conversations/{chat['id']}", json={"pinned": False})
 

@@ -133,7 +133,7 @@
     document.title = (c.title || t("Untitled")) + " · chatmem";
     tools.hidden = false;
     pinButton.setAttribute("aria-pressed", String(!!c.pinned));
-    pinButton.textContent = c.pinned ? t("Unpin") : t("Pin");
+    pinButton.querySelector(".menu-label").textContent = c.pinned ? t("Unpin") : t("Pin");
     folderSelect.value = c.folder_id || c.folder || "";
     document.getElementById("export-chat").href = "/api/v1/export?conversation_id=" + encodeURIComponent(c.id);
     if (c.profile_id && (profileById(c.profile_id) || c.profile_id === "auto")) modelSelect.value = c.profile_id;
@@ -424,6 +424,15 @@
   });
 
   /* ---------- header actions ---------- */
+  /* A destructive action asks first, in a modal dialog (Cancel has the focus): true when the
+     user confirmed.  Escape, Cancel or closing it answers no. */
+  function confirmed(dialog) {
+    return new Promise((resolve) => {
+      dialog.returnValue = "";
+      dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), { once: true });
+      dialog.showModal();
+    });
+  }
   document.getElementById("new-chat").addEventListener("click", () => location.assign("/"));
   document.getElementById("rename-chat").addEventListener("click", async () => {
     const name = prompt(t("Title"), state.conversation.title || "");
@@ -456,7 +465,7 @@
     catch (err) { toast(err.message); }
   });
   document.getElementById("delete-chat").addEventListener("click", async () => {
-    if (!confirm(t("Delete this conversation permanently?"))) return;
+    if (!(await confirmed(document.getElementById("confirm-delete")))) return;
     await ready;
     try { await api("DELETE", convPath()); location.assign("/"); }
     catch (err) { toast(err.message); }

@@ -240,6 +240,8 @@
       toggle.hidden = false;
       toggle.addEventListener("click", () => toggleExclusion(m));
     }
+    const copyButton = node.querySelector(".copy-message");
+    copyButton.addEventListener("click", () => window.chatmem.actions.copy(copyButton, messageText(node)));
     node.querySelector(".oom-label").addEventListener("click", () => {
       if (window.chatmem.memory) window.chatmem.memory.open();
     });
@@ -259,7 +261,15 @@
     label.title = REASONS[status] || "";
     node.querySelector(".excluded-label").hidden = status !== "excluded";
     const toggle = node.querySelector(".exclude-pair");
-    toggle.textContent = status === "excluded" ? t("Include in memory") : t("Exclude from memory");
+    if (status === "excluded") window.chatmem.actions.relabel(toggle, t("Include in memory"), "eye");
+    else window.chatmem.actions.relabel(toggle, t("Exclude from memory"), "eye-off");
+  }
+
+  /* What Copy copies: an answer as the model wrote it (its Markdown), anything else as shown. */
+  function messageText(node) {
+    const box = node.querySelector(".content > .md");
+    const text = box ? sources.get(box) || "" : "";
+    return text || node.querySelector(".content").innerText.trim();
   }
 
   async function toggleExclusion(m) {

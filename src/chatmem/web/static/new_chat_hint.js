@@ -48,13 +48,17 @@
     await memory.continueChat(continueButton, result);
     if (result.hidden && id) remember(id); // continued: this chat's hint has done its work
   });
+  /* The project choice is in the chat's menu: it opens once this click is over (a click that
+     ends outside an open menu closes it, menus.js), with the focus on the choice. */
   projectButton.addEventListener("click", () => {
     close();
     const select = document.getElementById("project-select");
     const menu = document.getElementById("chat-tools-button");
-    if (!select.checkVisibility() && menu) menu.click(); // narrow screens fold the chat actions
-    select.focus();
-    select.classList.add("highlight");
-    setTimeout(() => select.classList.remove("highlight"), 1500);
+    setTimeout(() => {
+      if (!select.checkVisibility() && menu) menu.click();
+      select.focus();
+      select.classList.add("highlight");
+      setTimeout(() => select.classList.remove("highlight"), 1500);
+    }, 0);
   });
 })();

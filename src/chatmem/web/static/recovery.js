@@ -123,12 +123,6 @@
     input.focus();
   }
 
-  function action(node, label, cls, fn) {
-    const button = el("button", { type: "button", class: "link-button " + cls, text: label });
-    button.addEventListener("click", fn);
-    node.querySelector(".message-meta").append(button);
-    return button;
-  }
 
   /* After a render: Edit on the last question, Regenerate on the last answer, the errors of
      failed turns in place. */
@@ -153,12 +147,12 @@
     const question = messages[lastQuestion];
     const questionNode = nodes.get(question.id);
     if (questionNode && !questionNode.querySelector(".edit-last")) {
-      action(questionNode, t("Edit"), "edit-last", () => openEditor(questionNode, question));
+      window.chatmem.actions.add(questionNode, "edit", t("Edit"), "edit-last", () => openEditor(questionNode, question));
     }
     const answer = messages[messages.length - 1];
     const answerNode = answer && answer.role === "assistant" ? nodes.get(answer.id) : null;
     if (answerNode && !answerNode.querySelector(".regenerate")) {
-      const button = action(answerNode, t("Regenerate"), "regenerate", async () => {
+      const button = window.chatmem.actions.add(answerNode, "regenerate", t("Regenerate"), "regenerate", async () => {
         button.disabled = true;
         if (!(await regenerate(answer))) button.disabled = false;
       });
