@@ -149,6 +149,14 @@ def test_axe_finds_no_serious_violation_in_either_theme(
             page.keyboard.press("?")
             expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
             found["shortcuts"] = _severe_violations(page)
+            page.keyboard.press("Escape")
+            page.get_by_role("button", name="Chat actions").click()
+            expect(page.get_by_role("button", name="Delete")).to_be_visible()
+            found["chat menu"] = _severe_violations(page)
+            page.get_by_role("button", name="Delete").click()
+            expect(page.get_by_role("alertdialog", name="Delete this chat?")).to_be_visible()
+            found["confirm"] = _severe_violations(page)
+            page.get_by_role("button", name="Cancel").click()
     finally:
         _set_theme(server, "system")
     assert {name: v for name, v in found.items() if v} == {}

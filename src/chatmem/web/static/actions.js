@@ -1,5 +1,5 @@
 /* Icon buttons, for a message's actions and the chat's menu.  An icon is a CSS mask over
-   currentColor (app.css `.icon-<name>`, the drawings in static/icons/), so it follows the
+   currentColor (app.css `.glyph-<name>`, the drawings in static/icons/), so it follows the
    theme and adds no element a message's content could be mistaken for.  Every button names
    itself in words twice: a visually hidden label (its accessible name, and what a screen
    reader reads) and its tooltip.
@@ -14,7 +14,7 @@
 
   function iconButton(icon, label, cls) {
     const button = el("button", { type: "button", class: "msg-action " + (cls || ""), title: label }, [
-      el("span", { class: "icon icon-" + icon, "aria-hidden": "true" }),
+      el("span", { class: "glyph glyph-" + icon, "aria-hidden": "true" }),
       el("span", { class: "action-label visually-hidden", text: label }),
     ]);
     button.dataset.icon = icon;
@@ -26,9 +26,9 @@
     button.title = label;
     button.querySelector(".action-label").textContent = label;
     if (icon && icon !== button.dataset.icon) {
-      const drawing = button.querySelector(".icon");
-      drawing.classList.remove("icon-" + button.dataset.icon);
-      drawing.classList.add("icon-" + icon);
+      const drawing = button.querySelector(".glyph");
+      drawing.classList.remove("glyph-" + button.dataset.icon);
+      drawing.classList.add("glyph-" + icon);
       button.dataset.icon = icon;
     }
   }
