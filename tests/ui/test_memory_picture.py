@@ -30,8 +30,8 @@ KEYS = [
     "images",
     "apps",
     "facts",
-    "reserve",
     "free",
+    "reserve",
 ]
 SUMMARY = "Goal: faster reads. Decided: measure first, keep PostgreSQL. Open: which cache."
 
@@ -145,7 +145,7 @@ def _check_picture(seen: dict[str, Any], plan: dict[str, Any]) -> None:
     for s in segments:
         if s["key"] != "free":
             assert s["tokens"] == tokens[s["key"]], s
-    assert segments[-1]["tokens"] == tokens["free"]  # the plan fits: free is the plan's
+    assert segments[-2]["tokens"] == tokens["free"]  # the plan fits: free is the plan's
     # Their widths fill the bar: each its share, together the bar's width.
     width = seen["bar"]["width"]
     assert width > 100
@@ -163,8 +163,9 @@ def _check_picture(seen: dict[str, Any], plan: dict[str, Any]) -> None:
     assert marker["title"].startswith("Auto-compress from ")
     # A picture with words for those who do not see it; the table stays the data.
     assert seen["bar"]["role"] == "img"
-    percent = round(tokens["used"] / window * 100)
-    assert re.match(rf"^[\d.]+K? of 16K tokens \({percent}%\)\. ", seen["bar"]["label"]), seen["bar"]
+    percent = int(tokens["used"] * 100 / window + 0.5)  # JavaScript's Math.round
+    label = seen["bar"]["label"]
+    assert re.match(rf"^[\d.]+K? of 16K tokens \({percent}%\)\. ", label), label
     assert "Auto-compress from " in seen["bar"]["label"]
     assert not seen["bar"]["over"]
     # The table is the legend: a hidden swatch before each row's label, in its colour.
@@ -184,8 +185,9 @@ def _check_picture(seen: dict[str, Any], plan: dict[str, Any]) -> None:
     assert [(s["key"], s["tokens"], s["colour"]) for s in seen["counter"]] == [
         (s["key"], s["tokens"], s["colour"]) for s in segments
     ]
-    # The ring (no usage limits: it shows the context): an arc per segment that has tokens.
-    drawn = [s for s in segments if s["key"] != "free" and s["tokens"] > 0]
+    # The ring (no usage limits: it shows the context's use): an arc per part sent that has
+    # tokens; free and the reserve are its track.
+    drawn = [s for s in segments if s["key"] not in ("free", "reserve") and s["tokens"] > 0]
     assert [(s["key"], s["tokens"]) for s in seen["ring"]] == [
         (s["key"], s["tokens"]) for s in drawn
     ]
@@ -207,7 +209,7 @@ def test_the_bar_is_the_plan_in_segments_with_the_table_as_its_legend(
         _open_window(page, server, chat, plan)
         _check_picture(page.evaluate(_MEASURE), plan)
         ring = page.locator("#usage-ring .ring-fill")
-        share = round(plan["tokens"]["used"] / plan["tokens"]["window"] * 100)
+        share = int(plan["tokens"]["used"] * 100 / plan["tokens"]["window"] + 0.5)
         expect(ring).to_have_attribute("stroke-dasharray", f"{share} 100")
 
 
@@ -238,10 +240,12 @@ def test_a_plan_past_the_window_is_clipped_at_the_window_and_says_so(
     seen = alice.evaluate(_MEASURE)
     segments = seen["segments"]
     assert sum(s["tokens"] for s in segments) == WINDOW
-    assert segments[-1]["tokens"] == 0  # nothing free
+    assert segments[-2]["tokens"] == 0  # nothing free
+    assert segments[-1]["tokens"] == 0  # the reserve is clipped first: it no longer fits
+    assert segments[3]["key"] == "messages" and segments[3]["tokens"] > 0  # the draft, clipped
     assert abs(sum(s["width"] for s in segments) - seen["bar"]["width"]) <= 2
     assert seen["bar"]["label"].endswith(" past the window"), seen["bar"]["label"]
-    assert seen["counter"][-1]["tokens"] == 0
+    assert seen["counter"][-2]["tokens"] == 0
     expect(alice.locator("#counter-bar")).to_have_class("counter-bar seg-over")
     # The draft gone, the plan fits again: no overflow, free is back.
     alice.keyboard.press("Escape")

@@ -52,30 +52,33 @@
   }
 
   /* The plan as a picture (the memory window's bar, the counter's small bar, the ring): one
-     segment per row of the breakdown, in this order, each tokens / window wide, free last as
-     the empty track.  plan.py's breakdown has used = instructions + tools + summary +
-     messages + files + images + apps + facts (the rows do not overlap: pinned files are in
-     "files") and used + reserve + free = window with free never below zero — so a plan that
-     does not fit has used + reserve > window.  The segments are therefore derived, not
-     copied: each part in turn takes what it asks for of what is left of the window (clipped,
-     never past 100 %), and free is the remainder.  They sum to the window exactly; what was
-     clipped (the reserve first, the last in the order) is ``over``, the overflow state. */
-  const PARTS = ["instructions", "tools", "summary", "messages", "files", "images", "apps", "facts", "reserve"];
+     segment per row of the breakdown, in the table's order (the table is the legend): what is
+     sent, then free — the empty track between — then the answer reserve at the window's end,
+     so the edge of what is sent reads against the threshold line.  Each is tokens / window
+     wide.  plan.py's breakdown has used = instructions + tools + summary + messages + files +
+     images + apps + facts (the rows do not overlap: pinned files are in "files") and
+     used + reserve + free = window with free never below zero — so a plan that does not fit
+     has used + reserve > window.  The segments are therefore derived, not copied: each part
+     that is sent, then the reserve, takes what it asks for of what is left of the window
+     (clipped, never past 100 %), and free is the remainder.  They sum to the window exactly;
+     what was clipped (the reserve first, then the last parts sent) is ``over``, the bar's
+     overflow state. */
+  const SENT = ["instructions", "tools", "summary", "messages", "files", "images", "apps", "facts"];
 
   function segments(tokens) {
     const total = Math.max(0, Math.round((tokens && tokens.window) || 0));
     let left = total;
     let over = 0;
-    const parts = [];
-    for (const key of PARTS) {
+    const take = (key) => {
       const wanted = Math.max(0, Math.round((tokens && tokens[key]) || 0));
       const taken = Math.min(wanted, left);
       left -= taken;
       over += wanted - taken;
-      parts.push({ key, tokens: taken });
-    }
-    parts.push({ key: "free", tokens: left });
-    return { window: total, parts, over };
+      return { key, tokens: taken };
+    };
+    const sent = SENT.map(take);
+    const reserve = take("reserve");
+    return { window: total, parts: [...sent, { key: "free", tokens: left }, reserve], over };
   }
 
   /* A segment's share of the window, in percent (0 for an empty window). */
