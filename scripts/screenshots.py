@@ -1,12 +1,14 @@
 """Regenerate the chat's screenshots in both themes from a seeded server.
 
-    PYTHONPATH=src python scripts/screenshots.py        # writes docs/screenshots/chat-*.png
+    PYTHONPATH=src python scripts/screenshots.py   # docs/screenshots/chat-*.png, memory-*.png
 
 It starts the fake OpenAI-compatible model server (tests/support/model_server.py) and a real
 ``chatmem serve`` on a temporary state directory (tests/ui/harness.py), seeds a conversation
 whose early messages are summarised (a real compaction, the summary written by the fake
 model) and whose last answer has a table and code, then takes the chat page with Chromium
-(/usr/bin/chromium) in the light and the dark theme: ``chat-light.png``, ``chat-dark.png``.
+(/usr/bin/chromium) in the light and the dark theme: ``chat-light.png``, ``chat-dark.png``;
+then the memory window open over that chat (its stacked bar, the threshold of auto-compression,
+the table as its legend): ``memory-light.png``, ``memory-dark.png``.
 """
 
 from __future__ import annotations
@@ -112,6 +114,19 @@ def shoot(server: Server, conversation: dict[str, Any]) -> list[Path]:
                 page.locator("#draft").blur()
                 page.mouse.move(0, 0)
                 path = OUT / f"chat-{scheme}.png"
+                page.screenshot(path=str(path))
+                written.append(path)
+                # The memory window over the same chat: its bar, the threshold, the legend.
+                page.locator("#counter").click()
+                dialog = page.locator("#memory-window")
+                expect(dialog).to_be_visible()
+                expect(dialog.locator("#mw-segments .seg")).to_have_count(10)
+                expect(dialog.locator("#mw-bar-threshold")).to_be_visible()
+                expect(dialog.locator("#mw-breakdown tr[data-key='summary'] td")).not_to_have_text(
+                    "0"
+                )
+                page.mouse.move(0, 0)
+                path = OUT / f"memory-{scheme}.png"
                 page.screenshot(path=str(path))
                 written.append(path)
                 context.close()

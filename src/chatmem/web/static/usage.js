@@ -61,12 +61,45 @@
     return tokens && tokens.window ? Math.min(1, tokens.used / tokens.window) : 0;
   }
 
-  /* With limits the ring fills to the higher of session and week; without, to the context. */
+  /* Without limits the ring is the memory window's picture in small: the plan's segments in
+     their colours (memory.js segments(): they sum to the window, never past it), drawn as arcs
+     of one circle each (pathLength 100, offset by the segments before it).  Only what is sent
+     is drawn: the ring is the context's use, as .ring-fill's share and the popover say, so
+     free and the answer reserve are its empty track (a grey arc at its end would read as a
+     spinner).  .ring-fill keeps the share in its dasharray, not drawn under the arcs. */
+  const SVG = "http://www.w3.org/2000/svg";
+  const svg = ring.querySelector("svg");
+  const segs = document.createElementNS(SVG, "g");
+  segs.setAttribute("class", "ring-segs");
+  svg.append(segs);
+
+  function drawSegments(show) {
+    const memory = window.chatmem.memory;
+    const plan = show && memory && memory.segments ? memory.plan() : null;
+    const picture = plan && plan.tokens ? memory.segments(plan.tokens) : null;
+    svg.classList.toggle("ring-segmented", !!picture);
+    segs.replaceChildren();
+    if (!picture || !picture.window) return;
+    let start = 0;
+    for (const part of picture.parts) {
+      const length = (part.tokens / picture.window) * 100;
+      if (part.key !== "free" && part.key !== "reserve" && length > 0) {
+        const arc = document.createElementNS(SVG, "circle");
+        for (const [k, v] of Object.entries({ class: "ring-seg seg-" + part.key, cx: 18, cy: 18, r: 15, pathLength: 100, "data-key": part.key, "data-tokens": part.tokens, "stroke-dasharray": length + " " + (100 - length), "stroke-dashoffset": String(-start) })) arc.setAttribute(k, String(v));
+        segs.append(arc);
+      }
+      start += length;
+    }
+  }
+
+  /* With limits the ring fills to the higher of session and week, in one colour; without, to
+     the context, in the plan's segments. */
   function fillRing() {
     const share = limited()
       ? Math.min(1, typeof usage.ring === "number" ? usage.ring : Math.max(fraction(usage.session), fraction(usage.week)))
       : contextShare();
     fill.setAttribute("stroke-dasharray", Math.round(share * 100) + " 100");
+    drawSegments(!limited());
     ring.classList.toggle("exhausted", !!usage && !!usage.exhausted);
   }
 
