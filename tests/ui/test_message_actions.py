@@ -38,9 +38,7 @@ def _chat(server: Server, profile: dict[str, Any], title: str, pairs: int = 3) -
 
 
 @contextlib.contextmanager
-def opened(
-    browser: Any, console: ConsoleErrors, session: Any, **options: Any
-) -> Iterator[Any]:
+def opened(browser: Any, console: ConsoleErrors, session: Any, **options: Any) -> Iterator[Any]:
     context = browser.new_context(viewport=DESKTOP, storage_state=session, **options)
     context.set_default_timeout(10_000)
     page = context.new_page()
