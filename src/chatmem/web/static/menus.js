@@ -1,9 +1,10 @@
 /* Menu buttons (disclosure pattern): on a phone the top bar's links and the chat's tools fold
-   behind a button with aria-expanded that shows its panel.  The button names the panel it
+   behind a button with aria-expanded that shows its panel; the chat's actions are a menu at
+   every width.  The button names the panel it
    controls in `data-menu`.  Opened from the keyboard, focus moves to the panel's first item;
    Escape closes it and returns focus to the button; so does choosing an item, clicking
-   outside or tabbing out.  On a wide screen the panels are laid out inline (app.css) and the
-   buttons are not shown. */
+   outside or tabbing out.  On a wide screen the top bar's panel is laid out inline (app.css)
+   and its button is not shown. */
 (function () {
   "use strict";
   const FOCUSABLE = "a[href], button:not([disabled]), select:not([disabled]), input:not([disabled])";
@@ -24,10 +25,13 @@
 
     button.addEventListener("click", (event) => {
       const open = !isOpen();
+      const shown = open ? new Set(Array.from(panel.querySelectorAll(FOCUSABLE)).filter((n) => n.checkVisibility())) : null;
       set(open);
-      // A click from the keyboard has no pointer position (detail 0): go to the first item.
+      // A click from the keyboard has no pointer position (detail 0): go to the first item
+      // the menu showed (a panel may keep some items on screen while closed: the chat's
+      // folder and project on a wide screen).
       if (open && event.detail === 0) {
-        const first = panel.querySelector(FOCUSABLE);
+        const first = Array.from(panel.querySelectorAll(FOCUSABLE)).find((n) => !shown.has(n) && n.checkVisibility());
         if (first) first.focus();
       }
     });
