@@ -208,3 +208,22 @@ def test_the_summary_boundary_is_a_divider_between_summarised_and_verbatim(
             assert content == '""' and style == "solid" and width > 20, rules
         marker.get_by_role("button", name="Show summary").click()
         expect(marker.locator(".summary-text")).to_contain_text("topics 0 to 3")
+
+
+def test_an_archived_chat_is_read_only_but_its_messages_copy(
+    browser: Any, console: ConsoleErrors, server: Server, alice_session: Any, profile: Any
+) -> None:
+    chat = _chat(server, profile, "Archived copy", pairs=1)
+    with server.api("alice") as api:
+        assert api.post(f"/api/v1/conversations/{chat['id']}/archive").status_code in (200, 204)
+    with opened(browser, console, alice_session) as page:
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+        page.goto(server.url + "/archive/" + chat["id"])
+        view = page.locator("#archive-view")
+        expect(view.locator(".message")).to_have_count(4)
+        answer = view.locator(".message.role-assistant").last
+        answer.get_by_role("button", name="Copy message").click()
+        expect(answer.get_by_role("button", name="Copied")).to_be_visible()
+        assert page.evaluate("navigator.clipboard.readText()") == ANSWER
+        # Copy is the only action there: nothing edits, excludes or regenerates.
+        assert view.locator(".message-actions button").count() == 4

@@ -36,11 +36,15 @@
       messages.replaceChildren();
       for (const m of items(body.messages ? body : conv, "messages")) {
         const who = { user: t("You"), assistant: t("Assistant"), tool: t("Tool result"), system: t("Instructions") }[m.role] || m.role;
+        const copy = window.chatmem.actions.iconButton("copy", t("Copy message"), "copy-message");
+        copy.addEventListener("click", () => window.chatmem.actions.copy(copy, m.content || ""));
         messages.append(el("li", { class: "message role-" + m.role }, [
           el("div", { class: "message-meta" }, [el("span", { class: "role", text: who })]),
           m.role === "assistant" // answers in Markdown, as in the chat (PROJ-3)
             ? el("div", { class: "content" }, [el("div", { class: "md" }, [window.chatmem.markdown.render(m.content || "")])])
             : el("div", { class: "content", text: m.content || "" }),
+          // Read-only: Copy is its one action, as written (an answer's Markdown).
+          el("div", { class: "message-actions", role: "group", "aria-label": t("Message actions") }, [copy]),
         ]));
       }
       view.hidden = false;
