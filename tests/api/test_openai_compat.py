@@ -18,6 +18,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from sqlalchemy import update
 from tests.support.model_server import DEFAULT_REPLY, FakeModelServer
+from tests.support.openai_world import OpenAIWorld, fresh, serve
 from tests.support.serve import ServeProcess
 
 from chatmem.context import get_tokenizer
@@ -30,38 +31,18 @@ WINDOW = 8192
 HEADER = "X-Chatmem-Conversation"
 
 
-class World:
+class World(OpenAIWorld):
     def __init__(self, server: ServeProcess, model: FakeModelServer) -> None:
-        self.server = server
-        self.model = model
+        super().__init__(server, model)
         self.ann = server.signed_in("ann")
         self.bob = server.signed_in("bob")
-        created = self.ann.post(
-            "/api/v1/profiles",
-            json={
-                "name": "fake",
-                "base_url": model.base_url,
-                "model": "fake-model",
-                "free": True,
-                "context_window": WINDOW,
-                "answer_reserve": 1024,
-                "tokenizer": "o200k_base",
-            },
-        )
-        assert created.status_code == 201, created.text
-        self.profile_id = str(created.json()["id"])
-
-    def token(self, api: httpx.Client) -> str:
-        return str(api.headers["authorization"]).split(" ", 1)[1]
-
-    def sdk(self, api: httpx.Client | None = None) -> openai.OpenAI:
-        return openai.OpenAI(
-            base_url=self.server.url + "/v1", api_key=self.token(api or self.ann), max_retries=0
-        )
-
-    def async_sdk(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
-            base_url=self.server.url + "/v1", api_key=self.token(self.ann), max_retries=0
+        self.default = self.ann
+        self.profile_id = self.add_profile(
+            self.ann,
+            "fake",
+            context_window=WINDOW,
+            answer_reserve=1024,
+            tokenizer="o200k_base",
         )
 
     def stored(self, conversation_id: str) -> list[dict[str, Any]]:
@@ -73,20 +54,12 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    server = ServeProcess(tmp_path_factory.mktemp("serve-openai"))
-    with FakeModelServer() as model:
-        server.start()
-        try:
-            yield World(server, model)
-        finally:
-            server.stop()
+    yield from serve(tmp_path_factory, "serve-openai", World)
 
 
 @pytest.fixture
 def w(world: World) -> Iterator[World]:
-    world.model.reset()
-    yield world
-    world.model.reset()
+    yield from fresh(world)
 
 
 def roles(messages: list[dict[str, Any]]) -> list[str]:

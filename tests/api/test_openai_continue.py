@@ -26,6 +26,7 @@ from llama_index.core.llms import ChatMessage
 from llama_index.llms.openai_like import OpenAILike
 from sqlalchemy import func, select
 from tests.support.model_server import DEFAULT_REPLY, FakeModelServer
+from tests.support.openai_world import OpenAIWorld, fresh, serve
 from tests.support.serve import ServeProcess
 
 from chatmem.store.db import Database
@@ -39,10 +40,9 @@ HEADER = "X-Chatmem-Conversation"
 TURNS = 50
 
 
-class World:
+class World(OpenAIWorld):
     def __init__(self, server: ServeProcess, model: FakeModelServer) -> None:
-        self.server = server
-        self.model = model
+        super().__init__(server, model)
         self.root = server.signed_in("root", admin=True)
         self._users = 0
 
@@ -50,23 +50,9 @@ class World:
         """A new user with a profile ``fake`` (paid: $1 per million tokens each way)."""
         self._users += 1
         api = self.server.signed_in(f"user{self._users}")
-        prices = (
-            {"input_price_per_mtok": 1.0, "output_price_per_mtok": 1.0} if paid else {"free": True}
-        )
-        created = api.post(
-            "/api/v1/profiles",
-            json={"name": "fake", "base_url": self.model.base_url, "model": "m", **prices},
-        )
-        assert created.status_code == 201, created.text
+        prices = {"input_price_per_mtok": 1.0, "output_price_per_mtok": 1.0} if paid else {}
+        self.add_profile(api, "fake", model="m", free=not paid, **prices)
         return api
-
-    def token(self, api: httpx.Client) -> str:
-        return str(api.headers["authorization"]).split(" ", 1)[1]
-
-    def sdk(self, api: httpx.Client) -> openai.OpenAI:
-        return openai.OpenAI(
-            base_url=self.server.url + "/v1", api_key=self.token(api), max_retries=0
-        )
 
     def conversations(self, api: httpx.Client) -> list[dict[str, Any]]:
         response = api.get("/api/v1/conversations")
@@ -120,20 +106,12 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    server = ServeProcess(tmp_path_factory.mktemp("serve-openai-continue"))
-    with FakeModelServer() as model:
-        server.start()
-        try:
-            yield World(server, model)
-        finally:
-            server.stop()
+    yield from serve(tmp_path_factory, "serve-openai-continue", World)
 
 
 @pytest.fixture
 def w(world: World) -> Iterator[World]:
-    world.model.reset()
-    yield world
-    world.model.reset()
+    yield from fresh(world)
 
 
 def _fifty_turns(w: World, api: httpx.Client, ask: Callable[[list[tuple[str, str]]], str]) -> None:

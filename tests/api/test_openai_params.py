@@ -21,6 +21,7 @@ from langchain_openai import ChatOpenAI
 from PIL import Image
 from pydantic import BaseModel
 from tests.support.model_server import FakeModelServer
+from tests.support.openai_world import OpenAIWorld, fresh, serve
 from tests.support.serve import ServeProcess
 
 pytestmark = pytest.mark.slow
@@ -38,36 +39,24 @@ WEATHER = {
 }
 
 
-class World:
+class World(OpenAIWorld):
     def __init__(self, server: ServeProcess, model: FakeModelServer) -> None:
-        self.server = server
-        self.model = model
+        super().__init__(server, model)
         self.ann = server.signed_in("ann")
+        self.default = self.ann
         self.profile_id = self.profile("fake")
         self.vision_id = self.profile("vision", accepts_images=True)
 
     def profile(self, name: str, **fields: Any) -> str:
-        created = self.ann.post(
-            "/api/v1/profiles",
-            json={
-                "name": name,
-                "base_url": self.model.base_url,
-                "model": f"{name}-model",
-                "free": True,
-                "context_window": WINDOW,
-                "answer_reserve": RESERVE,
-                "tokenizer": "o200k_base",
-                **fields,
-            },
+        return self.add_profile(
+            self.ann,
+            name,
+            model=f"{name}-model",
+            context_window=WINDOW,
+            answer_reserve=RESERVE,
+            tokenizer="o200k_base",
+            **fields,
         )
-        assert created.status_code == 201, created.text
-        return str(created.json()["id"])
-
-    def token(self) -> str:
-        return str(self.ann.headers["authorization"]).split(" ", 1)[1]
-
-    def sdk(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.server.url + "/v1", api_key=self.token(), max_retries=0)
 
     def langchain(self, **kw: Any) -> ChatOpenAI:
         return ChatOpenAI(
@@ -94,20 +83,12 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    server = ServeProcess(tmp_path_factory.mktemp("serve-openai-params"))
-    with FakeModelServer() as model:
-        server.start()
-        try:
-            yield World(server, model)
-        finally:
-            server.stop()
+    yield from serve(tmp_path_factory, "serve-openai-params", World)
 
 
 @pytest.fixture
 def w(world: World) -> Iterator[World]:
-    world.model.reset()
-    yield world
-    world.model.reset()
+    yield from fresh(world)
 
 
 PARAMETERS: dict[str, Any] = {
