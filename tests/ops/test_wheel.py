@@ -16,13 +16,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import time
 import venv
 from pathlib import Path
 
 import httpx
 import pytest
 from tests.support.model_server import FakeModelServer
+from tests.support.ready import wait_ready
 from tests.support.runs import finished_run
 from tests.support.serve import ROOT, START_TIMEOUT, free_port, stop_process
 
@@ -93,15 +93,7 @@ def _check_the_wheel(tmp_path: Path, model_server: FakeModelServer) -> None:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+        wait_ready(url + "/readyz", timeout=START_TIMEOUT, process=proc, why=log.read_text)
         assert f"state in {state}" in log.read_text()
         _serve_a_turn(url, model_server)
     finally:

@@ -21,7 +21,6 @@ import re
 import shutil
 import ssl
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -29,6 +28,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from tests.support.ready import wait_ready
 from tests.support.serve import ROOT, START_TIMEOUT, free_port, stop_process
 
 SITE = ROOT / "deploy" / "nginx" / "chatmem.conf"
@@ -207,18 +207,14 @@ class Nginx:
         self.check()
         log = (self.folder / "stderr.log").open("wb")
         self.proc = subprocess.Popen(self._command(), stdout=log, stderr=log)
-        deadline = time.monotonic() + START_TIMEOUT
         with httpx.Client(verify=self.tls(), timeout=5) as client:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise AssertionError(f"nginx exited: {self.errors()}")
-                try:
-                    if client.get(self.url + "/healthz").status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.1)  # a ready probe's interval, not a wait for an outcome
-        raise AssertionError(f"nginx did not start: {self.errors()}")
+            wait_ready(
+                self.url + "/healthz",
+                timeout=START_TIMEOUT,
+                process=self.proc,
+                client=client,
+                why=lambda: f"nginx: {self.errors()}",
+            )
 
     def errors(self) -> str:
         logs = [self.folder / "stderr.log", self.folder / "error.log"]

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import httpx
 from tests.support.model_server import RemoteModelServer
+from tests.support.ready import wait_ready
 
 from chatmem.store import accounts
 from chatmem.store.db import Database
@@ -126,15 +126,7 @@ class ServeProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("chatmem serve did not start")
+        wait_ready(self.url + "/healthz", timeout=START_TIMEOUT, process=self.proc)
 
     def kill(self) -> None:
         assert self.proc is not None

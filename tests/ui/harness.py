@@ -17,13 +17,13 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.support.ready import wait_ready
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -134,19 +134,11 @@ def start_server(state_dir: Path, **extra_env: str) -> Server:
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError("chatmem serve exited:\n" + log_path.read_text())
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError("chatmem serve did not start:\n" + log_path.read_text())
-        time.sleep(0.1)
+    try:
+        wait_ready(url + "/healthz", timeout=START_TIMEOUT, process=process, why=log_path.read_text)
+    except AssertionError:
+        process.kill()
+        raise
     match = re.search(r"http://\S+/auth/link/\S+", log_path.read_text())
     return Server(url, env, process, log_path, signin_link=match.group(0) if match else None)
 
