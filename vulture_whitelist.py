@@ -80,4 +80,3 @@ _.tools_listed_at
 _.conversation_keys
 
 # bench/memory_quality.py measures the fact guard cold (CTX-24).
-_.clear_caches

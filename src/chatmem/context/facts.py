@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
 FactKind = Literal[
@@ -248,12 +247,6 @@ def normalise(text: str) -> str:
     identifiers match whatever their case), thousands separators dropped."""
     text = _SPACE.sub(" ", text).strip().lower()
     return _GROUP_SEPARATOR.sub("", text)
-
-
-@lru_cache(maxsize=16_384)
-def fact_key(fact: str) -> str:
-    """A fact's normalised form (facts recur round after round: computed once)."""
-    return normalise(fact)
 
 
 def contains(haystack: str, fact: str) -> bool:

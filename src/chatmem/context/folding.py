@@ -48,7 +48,7 @@ from chatmem.context.compaction import (
     transcript_line,
 )
 from chatmem.context.errors import EngineError
-from chatmem.context.fact_guard import FactGuard, Guarded
+from chatmem.context.fact_guard import FactGuard, FactMemo, Guarded
 from chatmem.context.history import find_backward, tokens_between
 from chatmem.context.modes import effective_mode
 from chatmem.context.plan import _plan, manual_fold
@@ -88,9 +88,11 @@ def fold(
     tokenizer: Tokenizer | None = None,
     focus: str | None = None,
     manual: bool = False,
+    facts: FactMemo | None = None,
 ) -> FoldFlow:
     """Fold ``conversation``'s memory as far as the next request needs (``manual``: as far as
-    "Compress now" does).  Yields summariser rounds, receives their texts."""
+    "Compress now" does).  Yields summariser rounds, receives their texts.  ``facts``: the
+    fact guard's memo of the caller's (the turn service's)."""
     tok = tokenizer if tokenizer is not None else get_tokenizer(profile.tokenizer)
     mode = effective_mode(profile, mode)
 
@@ -103,7 +105,7 @@ def fold(
         )
     else:
         request = replan(conversation).compaction.request
-    rounds = _Rounds(profile, tok, focus, conversation.messages)
+    rounds = _Rounds(profile, tok, focus, conversation.messages, facts)
     progress = _Progress(conversation)
     while request is not None:
         goal = request.covered
@@ -133,6 +135,7 @@ class _Rounds:
     tok: Tokenizer
     focus: str | None
     messages: Sequence[Message]
+    facts: FactMemo | None = None
 
     def tokens_of(self, message: Message) -> int:
         return count_message(message, self.tok)
@@ -336,6 +339,7 @@ def fact_guard(rounds: _Rounds, running: Summary | None, first: int, stop: int) 
         cap=summary_cap(rounds.profile),
         tokenizer=rounds.tok,
         carried_dropped=max(0, unlisted),
+        memo=rounds.facts,
     )
 
 

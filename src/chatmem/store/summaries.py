@@ -21,7 +21,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from chatmem.context.facts import contains, fact_key, normalise
+from chatmem.context.facts import contains, normalise
 from chatmem.errors import InvalidInput, NothingToCompress
 from chatmem.store.accounts import Account
 from chatmem.store.conversations import ConversationRecord, create_conversation
@@ -115,8 +115,8 @@ def edited_record(record: FactRecord, text: str) -> FactRecord:
     the user deleted is the user's decision, not the cap's: it is neither kept nor dropped,
     and ``recall`` still finds it); what the cap left out stays left out."""
     seen = normalise(text)
-    kept = tuple(fact for fact in record.kept if contains(seen, fact_key(fact.text)))
-    held = tuple(fact for fact in record.held if contains(seen, fact_key(fact.text)))
+    kept = tuple(fact for fact in record.kept if contains(seen, normalise(fact.text)))
+    held = tuple(fact for fact in record.held if contains(seen, normalise(fact.text)))
     return FactRecord(kept, record.dropped, record.dropped_count, held)
 
 

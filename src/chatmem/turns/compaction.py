@@ -19,7 +19,7 @@ import anyio
 
 from chatmem.context import folding
 from chatmem.context.compaction import SummaryRound
-from chatmem.context.fact_guard import Guarded
+from chatmem.context.fact_guard import FactMemo, Guarded
 from chatmem.errors import ProviderError, ProviderUnreachable
 from chatmem.models.client import ModelClient
 from chatmem.models.clients import ModelClients
@@ -92,13 +92,15 @@ async def run_fold(
     clients: ModelClients,
     emit: events.Emit | None = None,
     race: Callable[[Awaitable[Any]], Awaitable[Any]] = _direct,
+    facts: FactMemo | None = None,
 ) -> CompactionOutcome | None:
     """Fold ``inputs``' conversation as far as the engine says, storing each round.
 
     ``inputs.conversation`` must hold its messages in memory (``load_inputs(materialize=True)``):
     the summariser calls happen outside any transaction.  ``emit`` receives a ``compaction``
     event per round (``final`` false) and one at the end; ``race`` wraps each model call
-    (the turn races it against Stop).  Returns None when there was nothing to fold."""
+    (the turn races it against Stop); ``facts``: the fact guard's memo (the turn service's).
+    Returns None when there was nothing to fold."""
     target = inputs.summarizer
     payer = _Payer(user_id, inputs.conversation_id, run_id, kind, target)
     client = clients(target.endpoint)
@@ -110,6 +112,7 @@ async def run_fold(
         tokenizer=inputs.tokenizer,
         focus=focus,
         manual=manual,
+        facts=facts,
     )
     last: CompactionOutcome | None = None
     folded = 0

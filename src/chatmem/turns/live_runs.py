@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 
+from chatmem.context.fact_guard import FactMemo
 from chatmem.models.clients import ModelClients
 from chatmem.security.secret_box import SecretBox
 from chatmem.settings import Settings
@@ -83,6 +84,7 @@ class RunParts:
     clients: ModelClients
     approvals: Approvals
     calibrations: Calibrations
+    facts: FactMemo
     model_factory: Callable[[TurnInputs], Any]
     #: The toolbox factory of one run, given the MCP servers read at its admission.
     toolbox_for: Callable[[list[McpServerConfig] | None], Callable[[], Awaitable[ToolBox]]]
@@ -200,6 +202,7 @@ class LiveRuns:
                 clients=parts.clients,
                 approvals=parts.approvals,
                 calibrations=parts.calibrations,
+                facts=parts.facts,
             )
             await runner.run()
         finally:

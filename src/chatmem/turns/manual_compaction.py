@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from chatmem import context as engine
+from chatmem.context.fact_guard import FactMemo
 from chatmem.context.values import Mode
 from chatmem.errors import NothingToCompress
 from chatmem.models.clients import ModelClients
@@ -120,6 +121,7 @@ async def compact_now(
     calibrations: Calibrations,
     secrets: SecretBox,
     clients: ModelClients,
+    facts: FactMemo | None = None,
 ) -> dict[str, Any]:
     """ "Compress now" (CTX-11, CTX-12), the caller holding the conversation's lock: folds
     early messages into a summary, keeping the last question–answer pair.  Refusals:
@@ -147,6 +149,7 @@ async def compact_now(
         focus=focus,
         manual=True,
         clients=clients,
+        facts=facts,
     )
     if outcome is None:
         raise NothingToCompress()

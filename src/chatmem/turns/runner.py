@@ -40,6 +40,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from chatmem.context import get_tokenizer
 from chatmem.context.errors import EngineError
+from chatmem.context.fact_guard import FactMemo
 from chatmem.context.values import ToolCall
 from chatmem.errors import (
     AnswerTooLarge,
@@ -185,8 +186,10 @@ class TurnRunner:
         clients: ModelClients,
         approvals: Approvals | None = None,
         calibrations: Calibrations | None = None,
+        facts: FactMemo | None = None,
     ) -> None:
         self._calibrations = calibrations or Calibrations()
+        self._facts = facts
         self._secrets = secrets
         self._approvals = approvals or Approvals()
         self._clients = clients
@@ -358,6 +361,7 @@ class TurnRunner:
             clients=self._clients,
             emit=self._journal.emit,
             race=self._race_stop,
+            facts=self._facts,
         )
 
     async def _answer(self, inputs: TurnInputs) -> tuple[str, list[ToolCall]]:

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from chatmem.context.fact_guard import FactMemo
 from chatmem.errors import InvalidInput
 from chatmem.models.clients import ModelClients
 from chatmem.security.endpoints import EndpointPolicy
@@ -103,6 +104,8 @@ class TurnService:
         self.context_cache = ContextCache()
         #: CTX-2: every profile's calibration factor, for turns and the context endpoint.
         self.calibrations = Calibrations()
+        #: CTX-24: what the fact guard works out for facts that recur, for every fold.
+        self.facts = FactMemo()
         #: The one unit that lets a turn in (:mod:`chatmem.turns.admission`).
         self.admission = Admission(
             settings, secrets, self.calibrations, self.coordinator.replica_id
@@ -123,6 +126,7 @@ class TurnService:
                 self.clients,
                 self.approvals,
                 self.calibrations,
+                self.facts,
                 self._model_factory,
                 self._toolbox_for,
                 self.metrics,
@@ -435,6 +439,7 @@ class TurnService:
                 calibrations=self.calibrations,
                 secrets=self.secrets,
                 clients=self.clients,
+                facts=self.facts,
             )
 
     def _toolbox_for(
