@@ -8,7 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 from chatmem.context import folding
 from chatmem.context.compaction import SummaryRound, new_summary_tokens, summary_cap
-from chatmem.context.fact_guard import DROPPED_LINE, KEPT_HEADING, facts_of, guard, strip_kept
+from chatmem.context.fact_guard import (
+    DROPPED_LINE,
+    KEPT_HEADING,
+    FactMemo,
+    facts_of,
+    guard,
+    strip_kept,
+)
 from chatmem.context.tokens import MESSAGE_OVERHEAD, get_tokenizer
 from chatmem.context.values import Conversation, Fact, Message, Profile
 
@@ -166,3 +173,20 @@ def test_a_fact_stated_by_the_user_and_the_assistant_counts_as_the_users() -> No
     ]
     result = guard(FORGETFUL, facts, 1000, TOK)
     assert [(f.role, f.repeats, f.message_id) for f in result.kept] == [("user", 2, "m1")]
+
+
+def test_a_memo_kept_across_rounds_changes_nothing_but_what_is_worked_out_again() -> None:
+    messages = [
+        _msg(0, "user", "The budget is 4,200 EUR and the order is ORD-58213."),
+        _msg(1, "assistant", "Noted: delivery to /srv/kitchen/plan.pdf on 2026-04-01."),
+    ]
+    facts = facts_of(messages)
+    memo = FactMemo()
+    first = guard(FORGETFUL, facts, 60, TOK, memo=memo)
+    assert first == guard(FORGETFUL, facts, 60, TOK)  # the same summary without a memo
+    lines = memo.line.cache_info()
+    # The next round carries the same facts: their lines and counts are not worked out again.
+    again = guard(first.text, facts, 60, TOK, memo=memo)
+    assert again == first
+    assert memo.line.cache_info().misses == lines.misses
+    assert memo.line.cache_info().hits > lines.hits
