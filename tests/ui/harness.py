@@ -183,6 +183,24 @@ class ConsoleErrors:
         ]
 
 
+@contextlib.contextmanager
+def opened_page(
+    browser: Any, console: ConsoleErrors, session: Any = None, **options: Any
+) -> Iterator[Any]:
+    """A new browser context and its page (1280×860 unless ``options`` give a viewport;
+    ``session``: a signed-in storage state); the test fails on console errors."""
+    options.setdefault("viewport", {"width": 1280, "height": 860})
+    context = browser.new_context(storage_state=session, **options)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    console.attach(page)
+    try:
+        yield page
+    finally:
+        context.close()
+    assert console.unexpected() == [], "console errors in the page"
+
+
 def iter_lines(text: str) -> Iterator[str]:
     yield from (line for line in text.splitlines() if line.strip())
 
@@ -298,3 +316,12 @@ def open_chat(page: Any, server: Server, conversation: dict[str, Any]) -> None:
     page.goto(server.url + "/c/" + conversation["id"])
     expect(page.locator("#chat-title")).to_have_text(conversation["title"])
     expect(page.locator("#counter-text")).not_to_have_text("–")
+
+
+def tab_to(page: Any, target: Any, limit: int = 120) -> None:
+    """Press Tab until ``target`` has the focus (at most ``limit`` times)."""
+    for _ in range(limit):
+        if target.evaluate("node => node === document.activeElement"):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError("Tab never reached the element")

@@ -6,9 +6,7 @@ them back; the keyboard shortcuts and their dialog; the first run says what to d
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +14,14 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.ui.conftest import sign_in
-from tests.ui.harness import ConsoleErrors, Server, make_conversation, make_profile, open_chat
+from tests.ui.harness import (
+    ConsoleErrors,
+    Server,
+    make_conversation,
+    make_profile,
+    open_chat,
+    opened_page,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -51,17 +56,8 @@ def chat(server: Server, profile: dict[str, Any]) -> dict[str, Any]:
         return dict(c)
 
 
-@contextlib.contextmanager
-def opened(browser: Any, console: ConsoleErrors, session: Any, scheme: str) -> Iterator[Any]:
-    context = browser.new_context(viewport=DESKTOP, color_scheme=scheme, storage_state=session)
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    console.attach(page)
-    try:
-        yield page
-    finally:
-        context.close()
-    assert console.unexpected() == [], "console errors in the page"
+def opened(browser: Any, console: ConsoleErrors, session: Any, scheme: str) -> Any:
+    return opened_page(browser, console, session, viewport=DESKTOP, color_scheme=scheme)
 
 
 def _luminance(page: Any) -> float:

@@ -5,14 +5,20 @@ first; the summary's boundary is a divider across the feed."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
-from tests.ui.harness import ConsoleErrors, Server, make_conversation, make_profile, open_chat
+from tests.ui.harness import (
+    ConsoleErrors,
+    Server,
+    make_conversation,
+    make_profile,
+    open_chat,
+    opened_page,
+    tab_to,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -37,29 +43,12 @@ def _chat(server: Server, profile: dict[str, Any], title: str, pairs: int = 3) -
         return dict(c)
 
 
-@contextlib.contextmanager
-def opened(browser: Any, console: ConsoleErrors, session: Any, **options: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport=DESKTOP, storage_state=session, **options)
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    console.attach(page)
-    try:
-        yield page
-    finally:
-        context.close()
-    assert console.unexpected() == [], "console errors in the page"
+def opened(browser: Any, console: ConsoleErrors, session: Any, **options: Any) -> Any:
+    return opened_page(browser, console, session, viewport=DESKTOP, **options)
 
 
 def _opacity(locator: Any) -> float:
     return float(locator.evaluate("n => getComputedStyle(n).opacity"))
-
-
-def _tab_to(page: Any, target: Any, limit: int = 120) -> None:
-    for _ in range(limit):
-        if target.evaluate("node => node === document.activeElement"):
-            return
-        page.keyboard.press("Tab")
-    raise AssertionError("Tab never reached the element")
 
 
 def test_message_actions_show_on_hover_and_focus_and_have_names_and_tooltips(
@@ -92,7 +81,7 @@ def test_message_actions_show_on_hover_and_focus_and_have_names_and_tooltips(
         page.mouse.move(0, 0)
         expect(actions).to_have_css("opacity", "0")
         page.locator("#chat-title").click()
-        _tab_to(page, copy)
+        tab_to(page, copy)
         expect(actions).to_have_css("opacity", "1")
         page.keyboard.press("Tab")
         expect(exclude).to_be_focused()

@@ -5,7 +5,6 @@ violation on the sign-in, chat, memory window, profiles and archive pages."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +17,9 @@ from tests.ui.harness import (
     Server,
     make_conversation,
     make_profile,
+    opened_page,
     save_screenshot,
+    tab_to,
 )
 
 pytestmark = pytest.mark.browser
@@ -54,19 +55,10 @@ def chat(server: Server, model: FakeModelServer) -> dict[str, Any]:
         return dict(c)
 
 
-@contextlib.contextmanager
 def opened(
     browser: Any, console: ConsoleErrors, session: Any, viewport: dict[str, int], scheme: str
-) -> Iterator[Any]:
-    context = browser.new_context(viewport=viewport, color_scheme=scheme, storage_state=session)
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    console.attach(page)
-    try:
-        yield page
-    finally:
-        context.close()
-    assert console.unexpected() == [], "console errors in the page"
+) -> Any:
+    return opened_page(browser, console, session, viewport=viewport, color_scheme=scheme)
 
 
 @pytest.fixture
@@ -114,14 +106,6 @@ def test_phone_chat_top_is_one_line_and_the_selectors_sit_side_by_side(
     save_screenshot(phone, "phone-chat.png", readme=True)
 
 
-def _tab_to(page: Any, target: Any, limit: int = 80) -> None:
-    for _ in range(limit):
-        if target.evaluate("node => node === document.activeElement"):
-            return
-        page.keyboard.press("Tab")
-    raise AssertionError("Tab never reached the element")
-
-
 def _focus_ring(page: Any) -> str:
     return str(page.evaluate("getComputedStyle(document.activeElement).outlineStyle"))
 
@@ -131,7 +115,7 @@ def test_tab_reaches_the_menus_and_every_item_with_a_visible_focus(
 ) -> None:
     open_chat(phone, server, chat)
     tools = phone.get_by_role("button", name="Chat actions")
-    _tab_to(phone, tools)
+    tab_to(phone, tools)
     assert _focus_ring(phone) == "solid"
     expect(tools).to_have_attribute("aria-expanded", "false")
     phone.keyboard.press("Enter")
@@ -169,7 +153,7 @@ def test_tab_reaches_the_menus_and_every_item_with_a_visible_focus(
         api.patch(f"/api/v1/conversations/{chat['id']}", json={"pinned": False})
 
     main_menu = phone.get_by_role("button", name="Menu")
-    _tab_to(phone, main_menu)
+    tab_to(phone, main_menu)
     phone.keyboard.press("Enter")
     nav = phone.get_by_role("navigation", name="Main")
     expect(nav.get_by_role("link", name="Chats")).to_be_focused()
