@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from axe_playwright_python.sync_playwright import Axe
 from tests.support.ready import wait_ready
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -325,3 +326,18 @@ def tab_to(page: Any, target: Any, limit: int = 120) -> None:
             return
         page.keyboard.press("Tab")
     raise AssertionError("Tab never reached the element")
+
+
+#: The axe impacts a page must never have; ``axe_violations(page, None)`` reports every one.
+SEVERE = ("serious", "critical")
+
+
+def axe_violations(page: Any, impacts: tuple[str, ...] | None = SEVERE) -> list[str]:
+    """axe-core's violations on the page as it is (``impacts``: only those), one line each
+    with up to five of the elements it found."""
+    result = Axe().run(page, options={"resultTypes": ["violations"]})
+    return [
+        f"{v['impact']} {v['id']}: {[n['target'] for n in v['nodes']][:5]}"
+        for v in result.response["violations"]
+        if impacts is None or v["impact"] in impacts
+    ]

@@ -10,13 +10,13 @@ import re
 from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.ui.conftest import sign_in
 from tests.ui.harness import (
     ConsoleErrors,
     Server,
+    axe_violations,
     make_conversation,
     make_profile,
     open_chat,
@@ -26,7 +26,6 @@ from tests.ui.harness import (
 pytestmark = pytest.mark.browser
 
 DESKTOP = {"width": 1280, "height": 860}
-SEVERE = ("serious", "critical")
 _BACKGROUND_LUMINANCE = """() => {
   const [r, g, b] = getComputedStyle(document.body).backgroundColor.match(/\\d+/g).map(Number);
   const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
@@ -62,15 +61,6 @@ def opened(browser: Any, console: ConsoleErrors, session: Any, scheme: str) -> A
 
 def _luminance(page: Any) -> float:
     return float(page.evaluate(_BACKGROUND_LUMINANCE))
-
-
-def _severe_violations(page: Any) -> list[str]:
-    result = Axe().run(page, options={"resultTypes": ["violations"]})
-    return [
-        f"{v['impact']} {v['id']}: {[n['target'] for n in v['nodes']][:5]}"
-        for v in result.response["violations"]
-        if v["impact"] in SEVERE
-    ]
 
 
 def _set_theme(server: Server, theme: str) -> None:
@@ -135,23 +125,23 @@ def test_axe_finds_no_serious_violation_in_either_theme(
         with opened(browser, console, None, scheme) as page:
             page.goto(server.url + "/")
             expect(page.get_by_role("button", name="Sign in")).to_be_visible()
-            found["sign-in"] = _severe_violations(page)
+            found["sign-in"] = axe_violations(page)
     _set_theme(server, theme)
     try:
         with opened(browser, console, alice_session, scheme) as page:
             open_chat(page, server, chat)
-            found["chat"] = _severe_violations(page)
+            found["chat"] = axe_violations(page)
             page.locator("#chat-title").click()
             page.keyboard.press("?")
             expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
-            found["shortcuts"] = _severe_violations(page)
+            found["shortcuts"] = axe_violations(page)
             page.keyboard.press("Escape")
             page.get_by_role("button", name="Chat actions").click()
             expect(page.get_by_role("button", name="Delete")).to_be_visible()
-            found["chat menu"] = _severe_violations(page)
+            found["chat menu"] = axe_violations(page)
             page.get_by_role("button", name="Delete").click()
             expect(page.get_by_role("alertdialog", name="Delete this chat?")).to_be_visible()
-            found["confirm"] = _severe_violations(page)
+            found["confirm"] = axe_violations(page)
             page.get_by_role("button", name="Cancel").click()
     finally:
         _set_theme(server, "system")

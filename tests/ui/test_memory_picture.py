@@ -10,12 +10,12 @@ import re
 from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import (
     ConsoleErrors,
     Server,
+    axe_violations,
     make_conversation,
     make_profile,
     open_chat,
@@ -252,14 +252,6 @@ def test_a_plan_past_the_window_is_clipped_at_the_window_and_says_so(
     expect(bar.locator(".seg-free")).not_to_have_attribute("data-tokens", "0")
 
 
-def _violations(page: Any) -> list[str]:
-    result = Axe().run(page, options={"resultTypes": ["violations"]})
-    return [
-        f"{v['impact']} {v['id']}: {[n['target'] for n in v['nodes']][:5]}"
-        for v in result.response["violations"]
-    ]
-
-
 @pytest.mark.parametrize(
     ("scheme", "theme"),
     [("light", "system"), ("dark", "system"), ("light", "dark"), ("dark", "light")],
@@ -280,7 +272,7 @@ def test_axe_finds_no_violation_with_the_window_open_in_either_theme(
     try:
         with opened(browser, console, alice_session, scheme) as page:
             _open_window(page, server, chat, plan)
-            assert _violations(page) == []
+            assert axe_violations(page, None) == []
     finally:
         with server.api("alice") as api:
             assert api.patch("/api/v1/me", json={"theme": "system"}).status_code == 200

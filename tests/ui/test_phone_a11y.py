@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import (
     ConsoleErrors,
     Server,
+    axe_violations,
     make_conversation,
     make_profile,
     opened_page,
@@ -165,18 +165,6 @@ def test_tab_reaches_the_menus_and_every_item_with_a_visible_focus(
     expect(nav).to_be_hidden()
 
 
-SEVERE = ("serious", "critical")
-
-
-def _severe_violations(page: Any) -> list[str]:
-    result = Axe().run(page, options={"resultTypes": ["violations"]})
-    return [
-        f"{v['impact']} {v['id']}: {[n['target'] for n in v['nodes']][:5]}"
-        for v in result.response["violations"]
-        if v["impact"] in SEVERE
-    ]
-
-
 @pytest.mark.parametrize(
     ("viewport", "scheme"),
     [(DESKTOP, "light"), (PHONE, "dark")],
@@ -198,21 +186,21 @@ def test_axe_finds_no_serious_or_critical_violation(
     with opened(browser, console, None, viewport, scheme) as page:
         page.goto(server.url + "/")
         expect(page.get_by_role("button", name="Sign in")).to_be_visible()
-        found["sign-in"] = _severe_violations(page)
+        found["sign-in"] = axe_violations(page)
     with opened(browser, console, alice_session, viewport, scheme) as page:
         open_chat(page, server, chat)
         expect(page.locator("#counter-text")).not_to_have_text("–")
-        found["chat"] = _severe_violations(page)
+        found["chat"] = axe_violations(page)
         page.locator("#counter").click()
         expect(page.get_by_role("dialog")).to_be_visible()
         expect(page.locator("#mw-used")).not_to_be_empty()
-        found["memory window"] = _severe_violations(page)
+        found["memory window"] = axe_violations(page)
         page.keyboard.press("Escape")
         page.goto(server.url + "/profiles")
         expect(page.locator("#profile-list li").first).to_be_visible()
-        found["profiles"] = _severe_violations(page)
+        found["profiles"] = axe_violations(page)
         page.goto(server.url + "/archive")
         page.get_by_role("link", name="Old trip").first.click()
         expect(page.locator("#archive-view")).to_be_visible()
-        found["archive"] = _severe_violations(page)
+        found["archive"] = axe_violations(page)
     assert {name: v for name, v in found.items() if v} == {}
