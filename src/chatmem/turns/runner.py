@@ -33,8 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -54,7 +53,7 @@ from chatmem.models.clients import ModelClients
 from chatmem.models.request_options import for_request
 from chatmem.models.stream import Finish, ReasoningDelta, TextDelta, ToolCallEvent, Usage
 from chatmem.settings import Settings
-from chatmem.store import runs, tool_calls
+from chatmem.store import runs
 from chatmem.store.db import Database
 from chatmem.store.ledger import record_usage
 from chatmem.store.messages import store_message
@@ -65,14 +64,7 @@ from chatmem.store.units import read, work
 from chatmem.tools.approvals import Approvals
 from chatmem.tools.client import ClientTools
 from chatmem.tools.recall import Recall
-from chatmem.tools.results import (
-    ToolAttachment,
-    bound_tool_result,
-    bounded,
-    kept_result,
-    store_tool_message,
-)
-from chatmem.tools.toolbox import ToolBox, ToolOutcome, ToolRoute
+from chatmem.tools.toolbox import ToolBox
 from chatmem.turns import events
 from chatmem.turns.compaction import run_fold
 from chatmem.turns.coordinator import Coordinator
@@ -85,6 +77,7 @@ from chatmem.turns.inputs import (
 )
 from chatmem.turns.journal import EventJournal
 from chatmem.turns.metering import counted_answer
+from chatmem.turns.tool_steps import Stopped, Tally, ToolSteps
 
 log = logging.getLogger(__name__)
 
@@ -107,18 +100,6 @@ GUARD_MESSAGE = (
     "I stopped here: this turn reached its limit of {what}. Send a message to continue "
     "from where I left off."
 )
-UNKNOWN_RESULT = (
-    "The result of this tool call is unknown: the turn was {why} while it ran. It was not "
-    "repeated automatically."
-)
-NOT_RUN = "Not run: the per-turn limit of {limit} tool calls was reached."
-NOT_MADE = "Not run: the turn was {why} before this tool call was made."
-REFUSED = "Not run: the user refused this tool call."
-NOT_ANSWERED = "Not run: the user did not approve this tool call in time."
-
-
-class _Stopped(Exception):
-    """Raised inside the turn when the stop signal fires."""
 
 
 class MemoryNotFolded(ChatmemError):
@@ -155,20 +136,6 @@ class TurnJob:
     request_options: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class _Tally:
-    iterations: int = 0
-    tool_calls: int = 0
-    last_message_id: str | None = None
-    #: Why the last answer ended when it was not its own choice: ``length`` (the model's
-    #: output limit), ``content_filter`` (the provider's filter).
-    cut: str | None = None
-    usage: dict[str, int] = field(
-        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0}
-    )
-    cost: float = 0.0
-
-
 class TurnRunner:
     """Runs one :class:`TurnJob`.  Created per turn by the turn service."""
 
@@ -201,7 +168,19 @@ class TurnRunner:
         self._toolbox_factory = toolbox_factory
         self._model_factory = model_factory
         self._stop = coordinator.stop_signal(job.run_id)
-        self._tally = _Tally()
+        self._tally = Tally()
+        self._steps = ToolSteps(
+            run_id=job.run_id,
+            conversation_id=job.conversation_id,
+            user_id=job.user_id,
+            db=db,
+            settings=settings,
+            journal=journal,
+            approvals=self._approvals,
+            tally=self._tally,
+            store=self._store,
+            race_stop=self._race_stop,
+        )
         #: The built-in ``recall`` tool (issue 17), answered here instead of by MCP.
         self._recall = Recall(db, job.conversation_id)
         #: The last answer's checkpoint, stored with the run's end (see ``_answer``).
@@ -218,7 +197,7 @@ class TurnRunner:
         if self._stop.is_set():
             if asyncio.iscoroutine(awaitable):
                 awaitable.close()  # never started: closed, so it is not "never awaited"
-            raise _Stopped
+            raise Stopped
         task = asyncio.ensure_future(awaitable)
         stopper = asyncio.ensure_future(self._stop.wait())
         try:
@@ -231,7 +210,7 @@ class TurnRunner:
         if task in done:
             return task.result()
         await _cancel_and_wait(task)
-        raise _Stopped
+        raise Stopped
 
     async def _store(self, role: str, content: str, **kw: Any) -> str:
         meta = {"run_id": self.job.run_id, **kw.pop("meta", {})}
@@ -250,7 +229,7 @@ class TurnRunner:
             note = await self._loop(toolbox)
             await self._finish("completed", note=note)
             return "completed"
-        except _Stopped:
+        except Stopped:
             await self._finish("stopped")
             return "stopped"
         except asyncio.CancelledError:
@@ -309,10 +288,10 @@ class TurnRunner:
                 return None
             handed_back = toolbox.handed_back(calls) if isinstance(toolbox, ClientTools) else []
             made = [call for call in calls if call not in handed_back]
-            if made and not await self._tools(self._recall.box(toolbox, inputs), made):
+            if made and not await self._steps.make(self._recall.box(toolbox, inputs), made):
                 return await self._guard(f"{settings.turn_max_tool_calls} tool calls")
             if handed_back:
-                await self._hand_back(handed_back)
+                await self._steps.hand_back(handed_back)
                 return None
 
     async def _recall_refused(self, inputs: TurnInputs, toolbox: ToolBox) -> bool:
@@ -405,7 +384,7 @@ class TurnRunner:
                 # PROV-2: HTTP 200 and nothing in it — llama.cpp's answer to a prompt beyond
                 # its context.  One request without streaming says what the matter is.
                 await self._probe(client, inputs)
-        except _Stopped:
+        except Stopped:
             if parts or thoughts:
                 stopped = {"stopped": True, "step": step, **_reasoning(thoughts)}
                 await self._keep_partial(inputs, parts, usage, stopped)
@@ -594,186 +573,6 @@ class TurnRunner:
             estimated=estimated,
         )
 
-    async def _tools(self, toolbox: ToolBox, calls: list[ToolCall]) -> bool:
-        """Makes the requested calls; False when the guard stopped some of them."""
-        limit = self._settings.turn_max_tool_calls
-        for index, call in enumerate(calls):
-            if self._tally.tool_calls >= limit:
-                for skipped in calls[index:]:
-                    await self._tool_result(skipped, NOT_RUN.format(limit=limit), "failed", None)
-                return False
-            self._tally.tool_calls += 1
-            try:
-                await self._tool(toolbox, call)
-            except _Stopped:
-                # Every call gets its result (CTX-20): the ones after it were never made.
-                for rest in calls[index + 1 :]:
-                    await self._tool_result(rest, NOT_MADE.format(why="stopped"), "not_run", None)
-                raise
-        return True
-
-    async def _hand_back(self, calls: list[ToolCall]) -> None:
-        """The client's own tools (``turns.client_tools``): shown, not made; the turn ends
-        and the client sends the results with its next request."""
-        for call in calls:
-            await self._journal.emit(
-                events.ToolCall,
-                id=call.id,
-                name=call.name,
-                arguments=call.arguments,
-                message_id=self._tally.last_message_id,
-                server=None,
-                client=True,
-            )
-
-    async def _tool(self, toolbox: ToolBox, call: ToolCall) -> None:
-        """One call: recorded before it is made (TURN-3), approved first when the server's
-        policy says so (PROV-6), made through the server's link, its result stored — the
-        text the model reads, and the whole result for the tool's app (APPS-1)."""
-        route = toolbox.route(call.name)
-        row_id = new_id()
-        await self._journal.emit(
-            events.ToolCall,
-            id=call.id,
-            name=call.name,
-            arguments=call.arguments,
-            message_id=self._tally.last_message_id,
-            server=route.server_name if route else None,
-            tool_call_id=row_id,
-            app=route.shown_app if route else None,
-        )
-        ask = route is not None and route.ask_first
-        await self._db_call(
-            tool_calls.tool_started,
-            run_id=self.job.run_id,
-            conversation_id=self.job.conversation_id,
-            call_id=call.id,
-            name=call.name,
-            arguments=call.arguments,
-            message_id=self._tally.last_message_id,
-            server_id=route.server_id if route else None,
-            server_name=route.server_name if route else None,
-            tool=route.tool if route else None,
-            user_id=self.job.user_id,
-            status="waiting" if ask else "started",
-            row_id=row_id,
-            app_uri=route.app.resource_uri if route and route.app else None,
-        )
-        await self._journal.flush()
-        if ask and route is not None and not await self._approved(call, route, row_id):
-            return
-        began = time.monotonic()
-        try:
-            outcome: ToolOutcome = await self._race_stop(toolbox.call(call.name, call.arguments))
-        except _Stopped:
-            await self._tool_result(
-                call,
-                UNKNOWN_RESULT.format(why="stopped"),
-                "unknown",
-                row_id,
-                _since(began),
-                route=route,
-            )
-            raise
-        status = "unknown" if outcome.unknown else "failed" if outcome.is_error else "completed"
-        await self._tool_result(
-            call,
-            outcome.text,
-            status,
-            row_id,
-            _since(began),
-            outcome.attachments,
-            route=route,
-            result=outcome.result,
-        )
-
-    async def _approved(self, call: ToolCall, route: ToolRoute, row_id: str) -> bool:
-        """PROV-6: shows the call and waits for the user's answer (the run stays
-        ``running``); True when approved.  A refusal (or no answer in time) is the call's
-        result, so the model learns the user said no."""
-        run_id = self.job.run_id
-        waiting = {
-            "tool_call_id": call.id,
-            "name": call.name,
-            "arguments": call.arguments,
-            "server": route.server_name,
-            "tool": route.tool,
-        }
-
-        def approval(seq: int, status: str) -> events.Approval:
-            return events.Approval(
-                seq, call.id, call.name, call.arguments, route.server_name, route.tool, status
-            )
-
-        await self._db_call(runs.set_waiting, run_id, waiting)
-        await self._journal.emit(approval, "waiting")
-        await self._journal.flush()
-        try:
-            decision = await self._race_stop(
-                self._approvals.wait(
-                    self._db, run_id, call.id, row_id, self._settings.tool_approval_timeout
-                )
-            )
-        except _Stopped:
-            await self._tool_result(
-                call, NOT_MADE.format(why="stopped"), "not_run", row_id, route=route
-            )
-            raise
-        await self._db_call(runs.set_waiting, run_id, None)
-        await self._journal.emit(approval, decision)
-        if decision == "approved":
-            await self._db_call(tool_calls.tool_approved, row_id)
-            return True
-        text = REFUSED if decision == "refused" else NOT_ANSWERED
-        await self._tool_result(call, text, "refused", row_id, route=route)
-        return False
-
-    async def _tool_result(
-        self,
-        call: ToolCall,
-        text: str,
-        status: str,
-        row_id: str | None,
-        duration_ms: int | None = None,
-        attachments: Sequence[ToolAttachment] = (),
-        *,
-        route: ToolRoute | None = None,
-        result: dict[str, Any] | None = None,
-    ) -> None:
-        text, _cut = bound_tool_result(text, self._settings.max_answer_bytes)  # PROV-5
-        files: list[dict[str, Any]] = []
-        if attachments:
-            # PROV-4: images and blobs are files of the tool message, stored with it.
-            text, attachments = bounded(text, attachments, self._settings.max_answer_bytes)
-        if attachments:
-            message_id, files = await self._db_call(
-                store_tool_message,
-                self.job.conversation_id,
-                text,
-                self._settings,
-                {"run_id": self.job.run_id, "tool": call.name, "status": status},
-                {"tool_call_id": call.id},
-                attachments,
-            )
-        else:
-            message_id = await self._store(
-                "tool", text, tool_call_id=call.id, meta={"tool": call.name, "status": status}
-            )
-        if row_id is not None:
-            whole = kept_result(result, self._settings.max_answer_bytes)  # APPS-1, PROV-5
-            await self._db_call(tool_calls.tool_finished, row_id, status, text, duration_ms, whole)
-        await self._journal.emit(
-            events.ToolResult,
-            id=call.id,
-            name=call.name,
-            content=text,
-            status=status,
-            message_id=message_id,
-            files=tuple(files),
-            tool_call_id=row_id,
-            app=route.shown_app if route else None,
-        )
-
     async def _guard(self, what: str) -> str:
         note = GUARD_MESSAGE.format(what=what)
         self._tally.last_message_id = await self._store("assistant", note, meta={"guard": True})
@@ -830,11 +629,6 @@ class TurnRunner:
 def _reasoning(thoughts: list[str]) -> dict[str, str]:
     """The answer's thinking as its message keeps it (``meta.reasoning``), if it thought."""
     return {"reasoning": "".join(thoughts)} if thoughts else {}
-
-
-def _since(began: float) -> int:
-    """Milliseconds since ``began`` (``time.monotonic()``)."""
-    return round((time.monotonic() - began) * 1000)
 
 
 async def _cancel_and_wait(task: asyncio.Future[Any]) -> None:
