@@ -214,7 +214,9 @@ def test_ctx14_switching_to_economy_marks_what_leaves_the_memory_at_once(
     open_chat(alice, server, c)
     expect(alice.locator("#messages > .message")).to_have_count(20)
     expect(alice.locator("#messages > .message.dimmed")).to_have_count(0)
-    alice.get_by_label("Memory mode", exact=True).select_option(label="Economy")
+    # The choice is stored (a PATCH) before the plan is read back: wait for it, not a time.
+    with alice.expect_response(lambda r: r.request.method == "PATCH" and c["id"] in r.url):
+        alice.get_by_label("Memory mode", exact=True).select_option(label="Economy")
     with server.api("alice") as api:
         plan = api.get(f"/api/v1/conversations/{c['id']}/context").json()
     assert plan["mode"] == "economy"
