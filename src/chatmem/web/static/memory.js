@@ -19,6 +19,7 @@
     insufficient_credits: t("Not enough credits to compress the memory"),
   };
 
+  const bar = window.chatmem.memoryBar; // the plan as a picture (memory_bar.js)
   const dialog = document.getElementById("memory-window");
   const counter = document.getElementById("counter");
   const counterText = document.getElementById("counter-text");
@@ -51,69 +52,16 @@
     return Math.min(100, Math.round((plan.tokens.used / w) * 100));
   }
 
-  /* The plan as a picture (the memory window's bar, the counter's small bar, the ring): one
-     segment per row of the breakdown, in the table's order (the table is the legend): what is
-     sent, then free — the empty track between — then the answer reserve at the window's end,
-     so the edge of what is sent reads against the threshold line.  Each is tokens / window
-     wide.  plan.py's breakdown has used = instructions + tools + summary + messages + files +
-     images + apps + facts (the rows do not overlap: pinned files are in "files") and
-     used + reserve + free = window with free never below zero — so a plan that does not fit
-     has used + reserve > window.  The segments are therefore derived, not copied: each part
-     that is sent, then the reserve, takes what it asks for of what is left of the window
-     (clipped, never past 100 %), and free is the remainder.  They sum to the window exactly;
-     what was clipped (the reserve first, then the last parts sent) is ``over``, the bar's
-     overflow state. */
-  const SENT = ["instructions", "tools", "summary", "messages", "files", "images", "apps", "facts"];
-
-  function segments(tokens) {
-    const total = Math.max(0, Math.round((tokens && tokens.window) || 0));
-    let left = total;
-    let over = 0;
-    const take = (key) => {
-      const wanted = Math.max(0, Math.round((tokens && tokens[key]) || 0));
-      const taken = Math.min(wanted, left);
-      left -= taken;
-      over += wanted - taken;
-      return { key, tokens: taken };
-    };
-    const sent = SENT.map(take);
-    const reserve = take("reserve");
-    return { window: total, parts: [...sent, { key: "free", tokens: left }, reserve], over };
-  }
-
-  /* A segment's share of the window, in percent (0 for an empty window). */
-  const share = (n, total) => (total > 0 ? (n / total) * 100 : 0);
-
-  /* Draws the segments into ``box`` (a flex row): a span each, data-key and data-tokens for
-     tests and tools, its width its share; a segment of 0 tokens takes no width. */
-  function drawSegments(box, picture) {
-    box.replaceChildren(...picture.parts.map((part) => {
-      const seg = el("span", { class: "seg seg-" + part.key, "data-key": part.key, "data-tokens": String(part.tokens) });
-      seg.style.width = share(part.tokens, picture.window) + "%";
-      return seg;
-    }));
-  }
-
-  /* The bar's words for those who do not see it: the table stays the data. */
-  function barLabel(plan, picture) {
-    const tokens = plan.tokens;
-    const parts = [t("{used} of {window} tokens ({percent})", { used: fmtTokens(tokens.used), window: fmtTokens(tokens.window), percent: fmtPercent(percent(plan)) })];
-    const threshold = plan.compaction && plan.compaction.threshold;
-    if (threshold) parts.push(t("Auto-compress from {tokens}", { tokens: fmtTokens(threshold) }));
-    if (picture.over > 0) parts.push(t("{tokens} past the window", { tokens: fmtTokens(picture.over) }));
-    return parts.join(". ");
-  }
-
   function renderBar(plan) {
-    const picture = segments(plan.tokens);
-    const bar = document.getElementById("mw-bar");
-    drawSegments(document.getElementById("mw-segments"), picture);
-    bar.classList.toggle("seg-over", picture.over > 0);
-    bar.setAttribute("aria-label", barLabel(plan, picture));
+    const picture = bar.segments(plan.tokens);
+    const box = document.getElementById("mw-bar");
+    bar.draw(document.getElementById("mw-segments"), picture);
+    box.classList.toggle("seg-over", picture.over > 0);
+    box.setAttribute("aria-label", bar.label(plan, picture, percent(plan)));
     const threshold = (plan.compaction && plan.compaction.threshold) || 0;
     const marker = document.getElementById("mw-bar-threshold");
     marker.hidden = !(threshold > 0 && picture.window > 0);
-    marker.style.left = Math.min(100, share(threshold, picture.window)) + "%";
+    marker.style.left = Math.min(100, bar.share(threshold, picture.window)) + "%";
     marker.title = threshold ? t("Auto-compress from {tokens}", { tokens: fmtTokens(threshold) }) : "";
   }
 
@@ -123,8 +71,8 @@
     counterText.textContent = plan.price && plan.price.free ? t("Free · {counter}", { counter: text }) : text;
     counter.classList.remove("level-muted", "level-light", "level-red");
     counter.classList.add("level-" + (plan.level || "muted"));
-    const picture = segments(tokens);
-    drawSegments(counterFill, picture);
+    const picture = bar.segments(tokens);
+    bar.draw(counterFill, picture);
     counterBar.classList.toggle("seg-over", picture.over > 0);
     counter.title = t("What goes into the next request");
   }
@@ -525,7 +473,7 @@
     hasSummary: () => !!state.summary,
     conversationId: () => state.conversationId,
     plan: () => state.plan,
-    segments, // the picture's segments of a plan's tokens (usage.js draws the ring with them)
+    segments: bar.segments, // usage.js draws the ring with them
     setDraft(text) { state.draft = text; refreshSoon(); },
     setFiles(files) { state.files = files || []; if (state.plan) renderFiles(state.plan); },
     /* The stored summary (or null): "Continue in a new chat" needs one (CTX-23). */

@@ -1,7 +1,7 @@
 /* Menu buttons (disclosure pattern): on a phone the top bar's links and the chat's tools fold
    behind a button with aria-expanded that shows its panel; the chat's actions are a menu at
-   every width.  The button names the panel it
-   controls in `data-menu`.  Opened from the keyboard, focus moves to the panel's first item;
+   every width.  The button names the panel it controls in `data-menu`.  Opened from the
+   keyboard, focus moves to the first item the menu showed;
    Escape closes it and returns focus to the button; so does choosing an item, clicking
    outside or tabbing out.  On a wide screen the top bar's panel is laid out inline (app.css)
    and its button is not shown. */

@@ -48,8 +48,8 @@
     await memory.continueChat(continueButton, result);
     if (result.hidden && id) remember(id); // continued: this chat's hint has done its work
   });
-  /* The project choice is in the chat's menu: it opens once this click is over (a click that
-     ends outside an open menu closes it, menus.js), with the focus on the choice. */
+  /* On a phone the project choice is in the chat's menu: it opens once this click is over (a
+     click that ends outside an open menu closes it, menus.js), with the focus on the choice. */
   projectButton.addEventListener("click", () => {
     close();
     const select = document.getElementById("project-select");
