@@ -328,6 +328,11 @@ def tab_to(page: Any, target: Any, limit: int = 120) -> None:
     raise AssertionError("Tab never reached the element")
 
 
+#: The page's colour scheme and the user's theme setting, each against the other: the
+#: system's light and dark with no choice, then each choice against the system's opposite.
+THEME_CASES = [("light", "system"), ("dark", "system"), ("light", "dark"), ("dark", "light")]
+THEME_IDS = ["system-light", "system-dark", "chosen-dark", "chosen-light"]
+
 #: The axe impacts a page must never have; ``axe_violations(page, None)`` reports every one.
 SEVERE = ("serious", "critical")
 

@@ -14,6 +14,8 @@ from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.ui.conftest import sign_in
 from tests.ui.harness import (
+    THEME_CASES,
+    THEME_IDS,
     ConsoleErrors,
     Server,
     axe_violations,
@@ -106,11 +108,7 @@ def test_the_theme_follows_the_system_and_the_setting_overrides_it(
         _set_theme(server, "system")
 
 
-@pytest.mark.parametrize(
-    ("scheme", "theme"),
-    [("light", "system"), ("dark", "system"), ("light", "dark"), ("dark", "light")],
-    ids=["system-light", "system-dark", "chosen-dark", "chosen-light"],
-)
+@pytest.mark.parametrize(("scheme", "theme"), THEME_CASES, ids=THEME_IDS)
 def test_axe_finds_no_serious_violation_in_either_theme(
     browser: Any,
     console: ConsoleErrors,

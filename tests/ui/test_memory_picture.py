@@ -13,6 +13,8 @@ import pytest
 from playwright.sync_api import expect
 from tests.support.model_server import FakeModelServer
 from tests.ui.harness import (
+    THEME_CASES,
+    THEME_IDS,
     ConsoleErrors,
     Server,
     axe_violations,
@@ -252,11 +254,7 @@ def test_a_plan_past_the_window_is_clipped_at_the_window_and_says_so(
     expect(bar.locator(".seg-free")).not_to_have_attribute("data-tokens", "0")
 
 
-@pytest.mark.parametrize(
-    ("scheme", "theme"),
-    [("light", "system"), ("dark", "system"), ("light", "dark"), ("dark", "light")],
-    ids=["system-light", "system-dark", "chosen-dark", "chosen-light"],
-)
+@pytest.mark.parametrize(("scheme", "theme"), THEME_CASES, ids=THEME_IDS)
 def test_axe_finds_no_violation_with_the_window_open_in_either_theme(
     browser: Any,
     console: ConsoleErrors,

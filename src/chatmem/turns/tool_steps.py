@@ -122,15 +122,19 @@ class ToolSteps:
         """The client's own tools (``turns.client_tools``): shown, not made; the turn ends
         and the client sends the results with its next request."""
         for call in calls:
-            await self._journal.emit(
-                events.ToolCall,
-                id=call.id,
-                name=call.name,
-                arguments=call.arguments,
-                message_id=self._tally.last_message_id,
-                server=None,
-                client=True,
-            )
+            await self._show(call, server=None, client=True)
+
+    async def _show(self, call: ToolCall, **where: Any) -> None:
+        """The call as the model asked for it (a ``tool_call`` event under the turn's last
+        message); ``where``: whose tool it is (its server, its app, or the client's)."""
+        await self._journal.emit(
+            events.ToolCall,
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            message_id=self._tally.last_message_id,
+            **where,
+        )
 
     async def _tool(self, toolbox: ToolBox, call: ToolCall) -> None:
         """One call: recorded before it is made (TURN-3), approved first when the server's
@@ -138,12 +142,8 @@ class ToolSteps:
         text the model reads, and the whole result for the tool's app (APPS-1)."""
         route = toolbox.route(call.name)
         row_id = new_id()
-        await self._journal.emit(
-            events.ToolCall,
-            id=call.id,
-            name=call.name,
-            arguments=call.arguments,
-            message_id=self._tally.last_message_id,
+        await self._show(
+            call,
             server=route.server_name if route else None,
             tool_call_id=row_id,
             app=route.shown_app if route else None,

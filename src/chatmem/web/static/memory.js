@@ -473,7 +473,6 @@
     hasSummary: () => !!state.summary,
     conversationId: () => state.conversationId,
     plan: () => state.plan,
-    segments: bar.segments, // usage.js draws the ring with them
     setDraft(text) { state.draft = text; refreshSoon(); },
     setFiles(files) { state.files = files || []; if (state.plan) renderFiles(state.plan); },
     /* The stored summary (or null): "Continue in a new chat" needs one (CTX-23). */

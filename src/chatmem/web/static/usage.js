@@ -62,7 +62,7 @@
   }
 
   /* Without limits the ring is the memory window's picture in small: the plan's segments in
-     their colours (memory.js segments(): they sum to the window, never past it), drawn as arcs
+     their colours (memory_bar.js segments(): they sum to the window, never past it), drawn as arcs
      of one circle each (pathLength 100, offset by the segments before it).  Only what is sent
      is drawn: the ring is the context's use, as .ring-fill's share and the popover say, so
      free and the answer reserve are its empty track (a grey arc at its end would read as a
@@ -75,8 +75,8 @@
 
   function drawSegments(show) {
     const memory = window.chatmem.memory;
-    const plan = show && memory && memory.segments ? memory.plan() : null;
-    const picture = plan && plan.tokens ? memory.segments(plan.tokens) : null;
+    const plan = show && memory ? memory.plan() : null;
+    const picture = plan && plan.tokens ? window.chatmem.memoryBar.segments(plan.tokens) : null;
     svg.classList.toggle("ring-segmented", !!picture);
     segs.replaceChildren();
     if (!picture || !picture.window) return;
